@@ -1,0 +1,238 @@
+/*
+ * ggemm: BF16 grouped GEMM for Mixture-of-Experts layers on NVIDIA Hopper (SM90) and
+ * Blackwell (SM100 family).
+ *
+ * The whole public API. C99, fixed-width types only, no CUDA headers: the stream is
+ * `struct CUstream_st*`, the same type as `cudaStream_t` and `CUstream`.
+ *
+ * The operation (see docs/API.md and CONTRACT.md for every detail): L experts own contiguous
+ * row ranges of A given by `padded_offsets` (exclusive cumulative ends, each a multiple of 256).
+ * For row r of expert g and column n:
+ *
+ *   acc    = sum_k A[r,k] * B_g[n,k]                         (fp32 accumulation)
+ *   bias:    v = fma(acc, alpha[g], prob[r] * bias[g][n]);  C = cvt(v);  D = cvt(v)
+ *   no bias: g = acc * alpha[g];  C = cvt(g);  D = cvt(g * prob[r])
+ *
+ * Usage:
+ *   ggemm_plan_desc desc;  ggemm_plan_desc_init(&desc, sizeof desc);   ... fill ...
+ *   ggemm_plan_t plan;     ggemm_plan_create(&plan, &desc);
+ *   uint64_t ws;           ggemm_plan_workspace_size(plan, &ws);      ... allocate ...
+ *   ggemm_args args;       ggemm_args_init(&args, sizeof args);       ... fill ...
+ *   ggemm_execute(plan, &args, stream);                               (asynchronous)
+ *   ggemm_plan_destroy(plan);
+ *
+ * Every function returns a ggemm_status_t; on failure a message naming the argument, the value
+ * and the rule is kept per thread and read with ggemm_last_error_message().
+ */
+#ifndef GGEMM_H
+#define GGEMM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CUDA stream type, declared here so that this header needs no CUDA header. */
+struct CUstream_st;
+
+#if defined(_WIN32)
+#define GGEMM_API
+#else
+#define GGEMM_API __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Version. The ABI major is the SONAME (libggemm.so.0).
+ * ------------------------------------------------------------------------------------------- */
+#define GGEMM_VERSION_MAJOR 0
+#define GGEMM_VERSION_MINOR 1
+#define GGEMM_VERSION_PATCH 0
+#define GGEMM_VERSION (GGEMM_VERSION_MAJOR * 10000 + GGEMM_VERSION_MINOR * 100 + GGEMM_VERSION_PATCH)
+
+/* The version of the library actually loaded, as MAJOR*10000 + MINOR*100 + PATCH. */
+GGEMM_API int32_t ggemm_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes. Fixed values, never renumbered; new codes are only appended.
+ * ------------------------------------------------------------------------------------------- */
+typedef int32_t ggemm_status_t;
+
+#define GGEMM_SUCCESS                    0
+#define GGEMM_ERROR_NULL_ARGUMENT        1  /* a required pointer argument is NULL */
+#define GGEMM_ERROR_STRUCT_SIZE          2  /* struct_size too small, or unknown trailing bytes set */
+#define GGEMM_ERROR_INVALID_SHAPE        3  /* L, M, N, K or M capacity outside the contract */
+#define GGEMM_ERROR_INVALID_DTYPE        4  /* unknown or unsupported C, D or bias dtype */
+#define GGEMM_ERROR_MISALIGNED           5  /* a pointer is not aligned as the contract requires */
+#define GGEMM_ERROR_NOT_DEVICE_MEMORY    6  /* host memory, or memory of another device */
+#define GGEMM_ERROR_WEIGHT_SOURCE        7  /* both or neither of B / b_ptrs, or not the plan's mode */
+#define GGEMM_ERROR_BIAS_MISMATCH        8  /* bias given to a plan without bias, or missing */
+#define GGEMM_ERROR_UNSUPPORTED_CONFIG   9  /* tile / cluster / scheduler / margin override refused */
+#define GGEMM_ERROR_WORKSPACE           10  /* workspace missing, too small or misaligned */
+#define GGEMM_ERROR_WRONG_DEVICE        11  /* the current device is not the plan's device */
+#define GGEMM_ERROR_UNSUPPORTED_ARCH    12  /* the device is neither SM90 nor SM100 family */
+#define GGEMM_ERROR_NO_DEVICE           13  /* no CUDA device, or no usable driver */
+#define GGEMM_ERROR_CUDA                14  /* a CUDA runtime or driver call failed */
+#define GGEMM_ERROR_OUT_OF_MEMORY       15  /* a host allocation failed */
+#define GGEMM_ERROR_INTERNAL            16  /* a bug in ggemm: please report it */
+#define GGEMM_ERROR_BAD_OFFSETS         17  /* ggemm_check_offsets found a bad offset */
+#define GGEMM_ERROR_BAD_WEIGHT_POINTERS 18  /* ggemm_check_weight_pointers found a bad entry */
+#define GGEMM_ERROR_INVALID_VALUE       19  /* an enum-like field holds an unknown value */
+
+/* A static, never NULL, English name for a status code ("GGEMM_ERROR_MISALIGNED", ...). */
+GGEMM_API const char* ggemm_status_string(ggemm_status_t status);
+
+/* Copies the calling thread's last error message (NUL-terminated, truncated to fit) into
+ * buffer[0, buffer_size). *required, if not NULL, receives the full length including the NUL.
+ * The message is "" after a successful call. buffer may be NULL when buffer_size is 0. */
+GGEMM_API ggemm_status_t ggemm_last_error_message(char* buffer, uint64_t buffer_size,
+                                                  uint64_t* required);
+
+/* ---------------------------------------------------------------------------------------------
+ * Enumerations (stored in int32_t fields).
+ * ------------------------------------------------------------------------------------------- */
+#define GGEMM_DTYPE_NONE 0 /* bias only: no bias */
+#define GGEMM_DTYPE_BF16 1
+#define GGEMM_DTYPE_FP16 2
+#define GGEMM_DTYPE_FP32 3
+
+#define GGEMM_WEIGHTS_DENSE    0 /* B: one L x N x K tensor */
+#define GGEMM_WEIGHTS_DISCRETE 1 /* b_ptrs: a device array of L pointers to N x K matrices */
+
+#define GGEMM_SCHEDULER_STATIC  0 /* fixed assignment of tiles over a persistent grid */
+#define GGEMM_SCHEDULER_DYNAMIC 1 /* tiles claimed from a counter in the workspace */
+
+/* ---------------------------------------------------------------------------------------------
+ * Plan descriptor. Size-first: set struct_size to sizeof as your header knows it (the
+ * ggemm_plan_desc_init call does). A newer library accepts an older, smaller struct (missing
+ * trailing fields take their defaults); an older library refuses non-zero bytes it does not
+ * know. Fields are only ever appended.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct ggemm_plan_desc {
+    uint32_t struct_size;
+    int32_t device;          /* CUDA device ordinal the plan runs on (default 0) */
+    int64_t m_capacity;      /* largest M this plan will execute: a multiple of 256, >= 256 */
+    int64_t n;               /* columns of C and D, rows of each B_g: >= 8, multiple of 8 */
+    int64_t k;               /* inner dimension: >= 8, multiple of 8 */
+    int32_t num_experts;     /* L: 1..1024 */
+    int32_t weight_mode;     /* GGEMM_WEIGHTS_* (default DENSE) */
+    int32_t c_dtype;         /* GGEMM_DTYPE_BF16/FP16/FP32 (default BF16) */
+    int32_t d_dtype;         /* GGEMM_DTYPE_BF16/FP16/FP32 (default BF16) */
+    int32_t bias_dtype;      /* GGEMM_DTYPE_NONE or BF16/FP16/FP32 (default NONE) */
+    int32_t generate_c;      /* 0: C is not written (default); 1: C is written */
+    int32_t scheduler;       /* GGEMM_SCHEDULER_* (default STATIC) */
+    /* End of the first (minimum) version of the struct; the fields below are optional. */
+    int32_t tile_m;          /* 0 = choose; else 128 or 256 */
+    int32_t tile_n;          /* 0 = choose; else a supported tile width (see docs/API.md) */
+    int32_t cluster_m;       /* 0 = choose; else 1 or 2 CTAs along M */
+    int32_t sm_margin;       /* SMs to leave free for overlapping work (default 0) */
+    int32_t reserved0;       /* must be 0 */
+} ggemm_plan_desc;
+
+/* Bytes of the smallest ggemm_plan_desc accepted (up to and including `scheduler`). */
+#define GGEMM_PLAN_DESC_MIN_SIZE 60u
+
+/* Zeroes the first struct_size bytes of *desc, then writes struct_size and the defaults of
+ * the fields that fit. Pass sizeof(ggemm_plan_desc). */
+GGEMM_API ggemm_status_t ggemm_plan_desc_init(ggemm_plan_desc* desc, uint32_t struct_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Per-call arguments. Size-first like the descriptor. All pointers are device pointers of the
+ * plan's device; data pointers 16-byte aligned, b_ptrs 8-byte aligned.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct ggemm_args {
+    uint32_t struct_size;
+    uint32_t reserved0;            /* must be 0 */
+    int64_t m;                     /* rows of A, prob, C, D this call: multiple of 256, <= m_capacity; 0 = no-op */
+    const void* a;                 /* M x K bf16 */
+    const void* b;                 /* dense: L x N x K bf16; NULL in discrete mode */
+    const uint64_t* b_ptrs;        /* discrete: L device pointers to N x K bf16; NULL in dense mode */
+    const int32_t* padded_offsets; /* L int32 cumulative row ends */
+    const float* alpha;            /* L fp32 */
+    const float* prob;             /* M fp32 */
+    const void* bias;              /* L x N, the plan's bias dtype; NULL iff the plan has no bias */
+    void* c;                       /* M x N, c_dtype; may be NULL when generate_c is 0 */
+    void* d;                       /* M x N, d_dtype */
+    void* workspace;               /* ggemm_plan_workspace_size bytes, 16-byte aligned; may be NULL if 0 */
+    uint64_t workspace_size;       /* bytes available at workspace */
+    uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits, cleared in-stream by execute */
+} ggemm_args;
+
+#define GGEMM_ARGS_MIN_SIZE 104u /* device_status is optional */
+
+/* Zeroes the first struct_size bytes of *args and writes struct_size. */
+GGEMM_API ggemm_status_t ggemm_args_init(ggemm_args* args, uint32_t struct_size);
+
+/* Bits the kernel ORs into *device_status. Offsets and pointer entries live on the device and
+ * are never read by the host on the execute path: the kernel checks them, skips the experts
+ * they would make unsafe, and reports here. Every offset must be >= 0, a multiple of 256, <= M
+ * and >= the previous one; an expert whose begin or end offset breaks a rule is skipped. */
+#define GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE   0x1u
+#define GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED 0x2u
+#define GGEMM_DEVICE_STATUS_OFFSET_PAST_M     0x4u
+#define GGEMM_DEVICE_STATUS_OFFSET_DECREASING 0x8u
+#define GGEMM_DEVICE_STATUS_WEIGHT_PTR_NULL       0x10u
+#define GGEMM_DEVICE_STATUS_WEIGHT_PTR_MISALIGNED 0x20u
+
+/* ---------------------------------------------------------------------------------------------
+ * Plans.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct ggemm_plan* ggemm_plan_t;
+
+/* Validates *desc against the contract and the device, chooses kernel, tiles, cluster and
+ * stages, and prepares tensor-map templates. On success *plan owns host memory only. */
+GGEMM_API ggemm_status_t ggemm_plan_create(ggemm_plan_t* plan, const ggemm_plan_desc* desc);
+
+/* Frees a plan. NULL is a no-op. Must not race with an execute of the same plan on the host
+ * (work already enqueued does not need the plan). */
+GGEMM_API ggemm_status_t ggemm_plan_destroy(ggemm_plan_t plan);
+
+/* Bytes of device workspace each in-flight execute needs (may be 0). */
+GGEMM_API ggemm_status_t ggemm_plan_workspace_size(ggemm_plan_t plan, uint64_t* bytes);
+
+/* A human-readable account of the plan: kernel, tiles, cluster, stages, scheduler, grid and
+ * why each was chosen. Copy semantics as ggemm_last_error_message. */
+GGEMM_API ggemm_status_t ggemm_plan_describe(ggemm_plan_t plan, char* buffer, uint64_t buffer_size,
+                                             uint64_t* required);
+
+/* Validates *args against the plan, then enqueues the grouped GEMM on stream. No host
+ * synchronization, no allocation, no host read of device data: capturable in a CUDA graph.
+ * The calling thread's current device must be the plan's device. Nothing is enqueued when
+ * validation fails. */
+GGEMM_API ggemm_status_t ggemm_execute(ggemm_plan_t plan, const ggemm_args* args,
+                                       struct CUstream_st* stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * One-shot calls, backed by a thread-safe process-wide plan cache keyed on everything that
+ * shapes the kernel (never on M or on pointers: M only has to fit the cached plan's capacity,
+ * which is desc->m_capacity of the first call with that key).
+ * ------------------------------------------------------------------------------------------- */
+GGEMM_API ggemm_status_t ggemm_grouped_gemm(const ggemm_plan_desc* desc, const ggemm_args* args,
+                                            struct CUstream_st* stream);
+/* The workspace a ggemm_grouped_gemm call with this descriptor needs. */
+GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint64_t* bytes);
+/* Number of plans in the cache. */
+GGEMM_API ggemm_status_t ggemm_plan_cache_size(uint64_t* count);
+/* Destroys every cached plan. Not to be called while another thread is inside a one-shot call. */
+GGEMM_API ggemm_status_t ggemm_plan_cache_clear(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Strict host-side checks for callers who can afford to read offsets / pointers on the host.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Checks host_offsets[0, num_experts) against M: each >= 0, multiple of 256, nondecreasing,
+ * <= m. Returns GGEMM_ERROR_BAD_OFFSETS naming the first bad index and value. */
+GGEMM_API ggemm_status_t ggemm_check_offsets(const int32_t* host_offsets, int32_t num_experts,
+                                             int64_t m);
+
+/* Checks host_ptrs[0, num_experts): each non-null and 16-byte aligned; when device >= 0, also
+ * that each points to memory of that device (asks the CUDA runtime). Returns
+ * GGEMM_ERROR_BAD_WEIGHT_POINTERS naming the first bad entry. */
+GGEMM_API ggemm_status_t ggemm_check_weight_pointers(const uint64_t* host_ptrs,
+                                                     int32_t num_experts, int32_t device);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GGEMM_H */

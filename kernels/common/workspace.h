@@ -1,0 +1,24 @@
+// Layout of the caller-provided device workspace. One workspace per launch in flight.
+//
+//   [0, 128)                    tile counter of the dynamic scheduler (zeroed in-stream)
+//   [128, 128 + 128 * L)        discrete mode: one CUtensorMap per expert, built on the device
+#pragma once
+
+#include <cstdint>
+
+#include "params.h"
+
+namespace ggemm {
+
+constexpr uint64_t kWorkspaceCounterBytes = 128;
+constexpr uint64_t kWorkspaceAlignment = 128;  // tensor maps need 64 B; keep the counter on its own line
+
+constexpr uint64_t workspace_bytes(int32_t weight_mode, int32_t scheduler, int32_t num_experts) {
+    return (weight_mode == kDiscrete)
+               ? kWorkspaceCounterBytes + kTensorMapBytes * static_cast<uint64_t>(num_experts)
+               : (scheduler == kDynamic ? kWorkspaceCounterBytes : 0);
+}
+
+constexpr uint64_t workspace_maps_offset() { return kWorkspaceCounterBytes; }
+
+}  // namespace ggemm
