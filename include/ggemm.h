@@ -204,8 +204,8 @@ GGEMM_API ggemm_status_t ggemm_execute(ggemm_plan_t plan, const ggemm_args* args
 
 /* ---------------------------------------------------------------------------------------------
  * One-shot calls, backed by a thread-safe process-wide plan cache keyed on everything that
- * shapes the kernel (never on M or on pointers: M only has to fit the cached plan's capacity,
- * which is desc->m_capacity of the first call with that key).
+ * shapes the kernel: never on M, m_capacity or pointers. args->m is checked against this
+ * call's desc->m_capacity; the cached plan itself serves any M.
  * ------------------------------------------------------------------------------------------- */
 GGEMM_API ggemm_status_t ggemm_grouped_gemm(const ggemm_plan_desc* desc, const ggemm_args* args,
                                             struct CUstream_st* stream);

@@ -49,6 +49,8 @@ struct LaunchParams {
 };
 
 using LaunchFn = cudaError_t (*)(const LaunchParams&, cudaStream_t);
+// Called once at plan creation: raises the kernel's dynamic shared-memory limit.
+using PrepareFn = cudaError_t (*)();
 
 // One compiled kernel configuration, described as data for the planner.
 struct KernelVariant {
@@ -63,6 +65,7 @@ struct KernelVariant {
     int32_t b_box_rows;     // rows per TMA box of B
     int32_t smem_bytes;     // dynamic shared memory per CTA
     int32_t threads;        // threads per CTA
+    PrepareFn prepare;
     LaunchFn launch;
 };
 

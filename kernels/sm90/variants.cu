@@ -1,11 +1,43 @@
-// The SM90 kernel variants the planner may choose from (filled by the kernel).
+// The SM90 kernel variants the planner chooses from: one per tile width. Stages fill the
+// shared memory (227 KB per CTA on SM90) that the tile leaves.
 #include "kernels/common/variants.h"
+#include "kernels/sm90/grouped_gemm_sm90.cuh"
 
 namespace ggemm {
+namespace {
+
+template <class Cfg>
+constexpr KernelVariant sm90_variant(const char* name) {
+    return {name,
+            90,
+            Cfg::kTileM,
+            Cfg::kTileN,
+            Cfg::kBlockK,
+            Cfg::kStages,
+            /*cluster_m=*/1,
+            /*a_box_rows=*/Cfg::kTileM,
+            /*b_box_rows=*/Cfg::kTileN,
+            sm90::kSmemBytes<Cfg>,
+            Cfg::kThreads,
+            &sm90::prepare<Cfg>,
+            &sm90::launch<Cfg>};
+}
+
+using Tile256 = sm90::Config<256, 4>;
+using Tile192 = sm90::Config<192, 5>;
+using Tile128 = sm90::Config<128, 6>;
+
+const KernelVariant kVariants[] = {
+    sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
+    sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
+    sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
+};
+
+}  // namespace
 
 const KernelVariant* sm90_variants(int* count) {
-    *count = 0;
-    return nullptr;
+    *count = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
+    return kVariants;
 }
 
 }  // namespace ggemm

@@ -1,0 +1,309 @@
+// ggemm_bench: Google Benchmark over the MoE shape suite (bench/moe_shapes.json).
+//
+//   suite/<case>/<scheduler>       device time of one grouped GEMM (bf16 D, no bias), CUDA events
+//   epilogue/dsv3_fc1_L8/full      the same with bias, prob, fp32 C and bf16 D
+//   host/execute/<case>/...        host CPU time of one ggemm_execute call, plan made once
+//   host/grouped_gemm/<case>       the same through the one-shot call and its plan cache
+//
+// Device counters come from the median event time of the iterations: TFLOP/s = 2*M*N*K over
+// padded rows (M = padded_offsets[-1]), GB/s = the fewest bytes a run must move.
+//
+// Flags besides Google Benchmark's:
+//   --ggemm_shapes=PATH            the suite (default: bench/moe_shapes.json of the source tree)
+//   --ggemm_scheduler=static|dynamic   scheduler of the suite/ and epilogue/ benchmarks
+//   --ggemm_sets=N                 input sets to rotate over (default: enough to defeat the L2)
+//   --ggemm_tile_m=N --ggemm_tile_n=N --ggemm_cluster_m=N   plan overrides (0 = planner's choice)
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include "device_fill.h"
+#include "ggemm.h"
+#include "suite.h"
+#include "workload.h"
+
+#ifndef GGEMM_BENCH_DEFAULT_SHAPES
+#define GGEMM_BENCH_DEFAULT_SHAPES "bench/moe_shapes.json"
+#endif
+
+namespace ggemm_bench {
+namespace {
+
+// The launch of the timed kernel is hidden behind this much queued GPU work (see gpu_busy_wait).
+constexpr uint32_t kLeadNanoseconds = 50000;
+// Host benchmark: the stream is drained every this many calls so the launch queue never fills
+// (a full queue would make ggemm_execute block and count GPU time as host time).
+constexpr int kDrainEvery = 64;
+// Cases that also run under the other scheduler, and the case of the full-epilogue variant.
+const char* const kDynamicCases[] = {"dsv3_fc1_L8", "qwen3_fc2_L128", "gptoss_fc1_L32"};
+const char* const kEpilogueCase = "dsv3_fc1_L8";
+const char* const kHostDynamicCase = "qwen3_fc1_L128";
+
+struct Options {
+    std::string shapes = GGEMM_BENCH_DEFAULT_SHAPES;
+    Variant variant;  // scheduler and overrides of the suite/ benchmarks
+};
+
+cudaStream_t bench_stream() {
+    static cudaStream_t stream = [] {
+        cudaStream_t s = nullptr;
+        check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+        return s;
+    }();
+    return stream;
+}
+
+// One workload lives at a time: Google Benchmark calls a benchmark function several times while
+// it settles the iteration count, and re-creating gigabytes of inputs each time would dominate.
+std::unique_ptr<Workload> g_workload;
+std::string g_workload_key;
+
+Workload& workload_for(const MoeCase& moe_case, const Variant& variant) {
+    std::string key = moe_case.name + "/" + std::to_string(moe_case.m()) + "/" + variant.key();
+    if (!g_workload || key != g_workload_key) {
+        g_workload.reset();  // free the previous problem's memory first
+        g_workload_key.clear();
+        g_workload = std::make_unique<Workload>(moe_case, variant, bench_stream());
+        g_workload_key = key;
+        std::fprintf(stderr, "[ggemm_bench] %s: %d input sets; plan: %s\n", moe_case.name.c_str(),
+                     g_workload->sets(), g_workload->plan_description().c_str());
+    }
+    return *g_workload;
+}
+
+class EventPair {
+public:
+    EventPair() {
+        check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+        check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+    }
+    ~EventPair() {
+        cudaEventDestroy(start);
+        cudaEventDestroy(stop);
+    }
+    cudaEvent_t start = nullptr;
+    cudaEvent_t stop = nullptr;
+};
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    size_t half = values.size() / 2;
+    return values.size() % 2 ? values[half] : 0.5 * (values[half - 1] + values[half]);
+}
+
+std::string shape_label(const MoeCase& c, int sets) {
+    return "M=" + std::to_string(c.m()) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k) +
+           " L=" + std::to_string(c.experts) + " sets=" + std::to_string(sets);
+}
+
+void run_device(benchmark::State& state, const MoeCase& moe_case, const Variant& variant) {
+    Workload* workload = nullptr;
+    std::unique_ptr<EventPair> events;
+    try {
+        workload = &workload_for(moe_case, variant);
+        workload->warm_up(bench_stream());
+        events = std::make_unique<EventPair>();
+    } catch (const std::exception& error) {
+        state.SkipWithError(error.what());
+        return;
+    }
+    const cudaStream_t stream = bench_stream();
+    std::vector<double> seconds;
+    int set = 0;
+    for (auto _ : state) {
+        cudaError_t cuda = gpu_busy_wait(kLeadNanoseconds, stream);
+        if (cuda == cudaSuccess) cuda = cudaEventRecord(events->start, stream);
+        ggemm_status_t status = workload->execute(set, stream);
+        if (cuda == cudaSuccess) cuda = cudaEventRecord(events->stop, stream);
+        if (cuda == cudaSuccess) cuda = cudaEventSynchronize(events->stop);
+        if (status != GGEMM_SUCCESS) {
+            state.SkipWithError(("ggemm_execute: " + ggemm_error_text(status)).c_str());
+            break;
+        }
+        float ms = 0.0f;
+        if (cuda == cudaSuccess) cuda = cudaEventElapsedTime(&ms, events->start, events->stop);
+        if (cuda != cudaSuccess) {
+            state.SkipWithError((std::string("CUDA: ") + cudaGetErrorString(cuda)).c_str());
+            break;
+        }
+        state.SetIterationTime(ms * 1e-3);
+        seconds.push_back(ms * 1e-3);
+        set = (set + 1) % workload->sets();
+    }
+    if (state.error_occurred() || seconds.empty()) return;
+
+    const double t = median(seconds);
+    state.counters["TFLOP/s"] = moe_case.flops() / t * 1e-12;
+    state.counters["GB/s"] = workload->bytes_moved() / t * 1e-9;
+    state.counters["median_us"] = t * 1e6;
+    state.SetLabel(shape_label(moe_case, workload->sets()));
+}
+
+// The host side of a call: plan made once, each iteration one enqueue. The problem is the case's
+// plan (N, K, L) called on 256 rows owned by expert 0, so the GPU keeps up with the host.
+void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& variant, bool one_shot) {
+    MoeCase probe = moe_case;
+    std::fill(probe.padded_offsets.begin(), probe.padded_offsets.end(), 256);
+    Variant single = variant;
+    single.sets = 1;
+    Workload* workload = nullptr;
+    cudaStream_t stream = nullptr;
+    try {
+        stream = bench_stream();
+        workload = &workload_for(probe, single);
+        workload->warm_up(stream);
+        if (one_shot) check_ggemm(workload->execute_one_shot(0, stream), "ggemm_grouped_gemm (warm-up)");
+        check_cuda(cudaStreamSynchronize(stream), "warm-up");
+    } catch (const std::exception& error) {
+        state.SkipWithError(error.what());
+        return;
+    }
+    int queued = 0;
+    for (auto _ : state) {
+        ggemm_status_t status = one_shot ? workload->execute_one_shot(0, stream) : workload->execute(0, stream);
+        if (status != GGEMM_SUCCESS) {
+            state.SkipWithError(ggemm_error_text(status).c_str());
+            break;
+        }
+        if (++queued == kDrainEvery) {
+            state.PauseTiming();
+            cudaStreamSynchronize(stream);
+            state.ResumeTiming();
+            queued = 0;
+        }
+    }
+    cudaError_t cuda = cudaStreamSynchronize(stream);
+    if (!state.error_occurred() && cuda != cudaSuccess)
+        state.SkipWithError((std::string("CUDA: ") + cudaGetErrorString(cuda)).c_str());
+    state.SetLabel("plan N=" + std::to_string(moe_case.n) + " K=" + std::to_string(moe_case.k) +
+                   " L=" + std::to_string(moe_case.experts) + ", M=256 per call");
+}
+
+bool parse_int_flag(const char* arg, const char* prefix, int32_t* value) {
+    size_t len = std::strlen(prefix);
+    if (std::strncmp(arg, prefix, len) != 0) return false;
+    char* end = nullptr;
+    long parsed = std::strtol(arg + len, &end, 10);
+    if (end == arg + len || *end != '\0' || parsed < 0 || parsed > 1 << 20) {
+        std::fprintf(stderr, "ggemm_bench: bad value in '%s'\n", arg);
+        std::exit(2);
+    }
+    *value = static_cast<int32_t>(parsed);
+    return true;
+}
+
+Options parse_options(int argc, char** argv) {
+    Options options;
+    for (int i = 1; i < argc; ++i) {
+        const char* arg = argv[i];
+        if (std::strncmp(arg, "--ggemm_shapes=", 15) == 0) {
+            options.shapes = arg + 15;
+        } else if (std::strcmp(arg, "--ggemm_scheduler=static") == 0) {
+            options.variant.scheduler = GGEMM_SCHEDULER_STATIC;
+        } else if (std::strcmp(arg, "--ggemm_scheduler=dynamic") == 0) {
+            options.variant.scheduler = GGEMM_SCHEDULER_DYNAMIC;
+        } else if (parse_int_flag(arg, "--ggemm_sets=", &options.variant.sets) ||
+                   parse_int_flag(arg, "--ggemm_tile_m=", &options.variant.tile_m) ||
+                   parse_int_flag(arg, "--ggemm_tile_n=", &options.variant.tile_n) ||
+                   parse_int_flag(arg, "--ggemm_cluster_m=", &options.variant.cluster_m)) {
+        } else {
+            std::fprintf(stderr,
+                         "ggemm_bench: unknown argument '%s'\n"
+                         "  ggemm flags: --ggemm_shapes=PATH --ggemm_scheduler=static|dynamic --ggemm_sets=N\n"
+                         "               --ggemm_tile_m=N --ggemm_tile_n=N --ggemm_cluster_m=N\n"
+                         "  and Google Benchmark's (--help)\n",
+                         arg);
+            std::exit(2);
+        }
+    }
+    return options;
+}
+
+const char* scheduler_name(int32_t scheduler) {
+    return scheduler == GGEMM_SCHEDULER_DYNAMIC ? "dynamic" : "static";
+}
+
+void register_benchmarks(const std::vector<MoeCase>& suite, const Options& options) {
+    auto add_device = [](const std::string& name, const MoeCase& c, const Variant& v) {
+        benchmark::RegisterBenchmark(name.c_str(), [c, v](benchmark::State& state) { run_device(state, c, v); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+    };
+    auto add_host = [](const std::string& name, const MoeCase& c, const Variant& v, bool one_shot) {
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [c, v, one_shot](benchmark::State& state) { run_host(state, c, v, one_shot); })
+            ->Unit(benchmark::kMicrosecond);
+    };
+    const Variant& base = options.variant;
+    const int32_t other = base.scheduler == GGEMM_SCHEDULER_STATIC ? GGEMM_SCHEDULER_DYNAMIC : GGEMM_SCHEDULER_STATIC;
+
+    for (const MoeCase& c : suite) add_device("suite/" + c.name + "/" + scheduler_name(base.scheduler), c, base);
+    for (const MoeCase& c : suite) {
+        for (const char* name : kDynamicCases) {
+            if (c.name != name) continue;
+            Variant v = base;
+            v.scheduler = other;
+            add_device("suite/" + c.name + "/" + scheduler_name(other), c, v);
+        }
+    }
+    for (const MoeCase& c : suite) {
+        if (c.name != kEpilogueCase) continue;
+        Variant v = base;
+        v.full_epilogue = true;
+        add_device("epilogue/" + c.name + "/full/" + scheduler_name(base.scheduler), c, v);
+    }
+    // Host time: no plan overrides, the planner's own choice is what users get.
+    Variant host_static;
+    Variant host_dynamic;
+    host_dynamic.scheduler = GGEMM_SCHEDULER_DYNAMIC;
+    for (const MoeCase& c : suite) add_host("host/execute/" + c.name + "/static", c, host_static, false);
+    for (const MoeCase& c : suite) {
+        if (c.name == kHostDynamicCase) add_host("host/execute/" + c.name + "/dynamic", c, host_dynamic, false);
+        if (c.name == kEpilogueCase) add_host("host/grouped_gemm/" + c.name + "/static", c, host_static, true);
+    }
+}
+
+}  // namespace
+}  // namespace ggemm_bench
+
+int main(int argc, char** argv) {
+    using namespace ggemm_bench;
+    // Listing the benchmarks needs no GPU (Initialize consumes the flag, so look first).
+    bool listing = false;
+    for (int i = 1; i < argc; ++i)
+        listing |= std::strcmp(argv[i], "--benchmark_list_tests") == 0 ||
+                   std::strcmp(argv[i], "--benchmark_list_tests=true") == 0;
+    benchmark::Initialize(&argc, argv);
+    Options options = parse_options(argc, argv);
+    std::vector<MoeCase> suite;
+    try {
+        suite = load_suite(options.shapes);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "ggemm_bench: %s\n", error.what());
+        return 1;
+    }
+    int device_count = 0;
+    if (!listing) {
+        if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
+            std::fprintf(stderr, "ggemm_bench: no CUDA device; nothing was measured\n");
+            return 1;
+        }
+        cudaDeviceProp prop{};
+        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) benchmark::AddCustomContext("device", prop.name);
+    }
+    benchmark::AddCustomContext("ggemm_version", std::to_string(ggemm_version()));
+    benchmark::AddCustomContext("shapes", options.shapes);
+    register_benchmarks(suite, options);
+    benchmark::RunSpecifiedBenchmarks();
+    g_workload.reset();
+    ggemm_plan_cache_clear();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,134 @@
+// The grouped tile scheduler: turns a linear tile index into (expert, rows, columns) from the
+// device-resident padded_offsets, skipping experts whose offsets (or weight pointer) are unsafe.
+//
+// Tiles of one expert are numbered in raster groups of `group_m` row blocks: inside a group the
+// row block varies fastest, so CTAs that run at the same time share weight columns (L2 reuse),
+// and tiles 2j, 2j+1 are the two row blocks of one 256-row pair (a 2-CTA cluster multicasts
+// their common weight tile). Every CTA walks its tiles in increasing order, so a cursor over the
+// experts finds each tile's expert in amortised O(1).
+//
+// Pure and __host__ __device__: the CPU tests check the same code the kernels run.
+#pragma once
+
+#include <cstdint>
+
+#include "hd.h"
+
+namespace ggemm {
+
+// Segments are 256-row aligned (CONTRACT.md), so a 128- or 256-row tile never straddles experts.
+constexpr int32_t kSegmentAlignment = 256;
+
+// Bits of GGEMM_DEVICE_STATUS_* (include/ggemm.h) that offsets can raise.
+constexpr uint32_t kStatusOffsetNegative = 0x1u;
+constexpr uint32_t kStatusOffsetMisaligned = 0x2u;
+constexpr uint32_t kStatusOffsetPastM = 0x4u;
+constexpr uint32_t kStatusOffsetDecreasing = 0x8u;
+constexpr uint32_t kStatusWeightPtrNull = 0x10u;
+constexpr uint32_t kStatusWeightPtrMisaligned = 0x20u;
+
+// What is wrong with padded_offsets[g] (given padded_offsets[g-1], or 0 for g = 0).
+GGEMM_HD uint32_t offset_status(int64_t previous_end, int64_t end, int64_t m) {
+    uint32_t bits = 0;
+    if (end < 0) bits |= kStatusOffsetNegative;
+    if (end % kSegmentAlignment != 0) bits |= kStatusOffsetMisaligned;
+    if (end > m) bits |= kStatusOffsetPastM;
+    if (end < previous_end) bits |= kStatusOffsetDecreasing;
+    return bits;
+}
+
+GGEMM_HD bool offset_usable(int64_t v, int64_t m) {
+    return v >= 0 && v % kSegmentAlignment == 0 && v <= m;
+}
+
+// What is wrong with a discrete-mode weight pointer (TMA needs 16-byte aligned global addresses).
+GGEMM_HD uint32_t weight_pointer_status(uint64_t ptr) {
+    if (ptr == 0) return kStatusWeightPtrNull;
+    return (ptr % 16 != 0) ? kStatusWeightPtrMisaligned : 0u;
+}
+
+// Rows [row_begin, row_end) of an expert that the kernel computes, or an empty range when the
+// expert is skipped: its begin and end offsets must both be usable and in order.
+struct ExpertRows {
+    int64_t row_begin;
+    int64_t row_end;
+};
+
+GGEMM_HD ExpertRows expert_rows(const int32_t* offsets, int32_t expert, int64_t m) {
+    const int64_t begin = expert == 0 ? 0 : offsets[expert - 1];
+    const int64_t end = offsets[expert];
+    if (!offset_usable(begin, m) || !offset_usable(end, m) || end < begin) return {0, 0};
+    return {begin, end};
+}
+
+struct TileCoord {
+    int32_t expert;     // -1 once the tiles are exhausted
+    int32_t row_begin;  // first row of the tile (< 2^31: M is bounded by the int32 offsets)
+    int32_t n_begin;    // first column of the tile
+};
+
+// Position of tile `local` of an expert with m_blocks x n_blocks tiles, in raster groups of
+// group_m row blocks (row block fastest inside a group). group_m must be even.
+struct TilePosition {
+    int32_t m_block;
+    int32_t n_block;
+};
+
+GGEMM_HD TilePosition raster_tile(int64_t local, int32_t m_blocks, int32_t n_blocks, int32_t group_m) {
+    const int64_t tiles_per_group = static_cast<int64_t>(group_m) * n_blocks;
+    const int32_t group = static_cast<int32_t>(local / tiles_per_group);
+    const int32_t first_m = group * group_m;
+    const int32_t rows_in_group = (m_blocks - first_m) < group_m ? (m_blocks - first_m) : group_m;
+    const int64_t within = local - group * tiles_per_group;
+    return {first_m + static_cast<int32_t>(within % rows_in_group),
+            static_cast<int32_t>(within / rows_in_group)};
+}
+
+template <int kTileM, int kTileN>
+struct GroupedTileScheduler {
+    const int32_t* offsets;  // L cumulative row ends (a shared-memory copy in the kernels)
+    const uint64_t* b_ptrs;  // discrete mode: experts with an unusable pointer are skipped; else null
+    int64_t m;
+    int32_t num_experts;
+    int32_t n_blocks;
+    int32_t group_m;
+
+    // Cursor: the expert that holds linear tiles [expert_first_tile, + expert_tiles).
+    int32_t expert = -1;
+    int64_t expert_first_tile = 0;
+    int64_t expert_tiles = 0;
+    int64_t expert_row_begin = 0;
+    int32_t expert_m_blocks = 0;
+
+    GGEMM_HD GroupedTileScheduler(const int32_t* offsets_, const uint64_t* b_ptrs_, int64_t m_,
+                                  int32_t num_experts_, int32_t n, int32_t group_m_)
+        : offsets(offsets_), b_ptrs(b_ptrs_), m(m_), num_experts(num_experts_),
+          n_blocks((n + kTileN - 1) / kTileN), group_m(group_m_) {}
+
+    // Tiles expert g contributes: zero when it is empty or skipped.
+    GGEMM_HD int64_t tiles_of(int32_t g, ExpertRows& rows) const {
+        rows = expert_rows(offsets, g, m);
+        if (b_ptrs != nullptr && weight_pointer_status(b_ptrs[g]) != 0) rows = {0, 0};
+        return (rows.row_end - rows.row_begin) / kTileM * n_blocks;
+    }
+
+    // Maps a linear tile index (never smaller than the previous call's) to its tile.
+    GGEMM_HD TileCoord tile(int64_t index) {
+        while (expert < num_experts && index >= expert_first_tile + expert_tiles) {
+            expert_first_tile += expert_tiles;
+            ++expert;
+            if (expert == num_experts) break;
+            ExpertRows rows;
+            expert_tiles = tiles_of(expert, rows);
+            expert_row_begin = rows.row_begin;
+            expert_m_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin) / kTileM);
+        }
+        if (expert >= num_experts) return {-1, 0, 0};
+        const TilePosition p =
+            raster_tile(index - expert_first_tile, expert_m_blocks, n_blocks, group_m);
+        return {expert, static_cast<int32_t>(expert_row_begin + int64_t{p.m_block} * kTileM),
+                p.n_block * kTileN};
+    }
+};
+
+}  // namespace ggemm

@@ -1,0 +1,294 @@
+// The SM90 grouped GEMM: persistent, warp-specialized, TMA + wgmma.
+//
+// Read top to bottom: configuration and its compile-time checks, shared-memory carve-up,
+// barrier init, role split with register reallocation, producer loop, math loop, epilogue.
+//
+// One CTA per SM. Warpgroup 0 is the producer: one thread walks the tile schedule, publishes
+// each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
+// multi-stage shared-memory ring with TMA. Warpgroups 1 and 2 each own 64 rows of the 128-row
+// tile and issue m64nNk16 wgmma over the full tile width, keeping one wgmma batch in flight, then
+// apply the epilogue straight from registers.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "kernels/common/epilogue.h"
+#include "kernels/common/params.h"
+#include "kernels/common/scheduler.h"
+#include "kernels/common/weight_maps.cuh"
+#include "ptx/barrier.h"
+#include "ptx/fence.h"
+#include "ptx/mbarrier.h"
+#include "ptx/tma.h"
+#include "ptx/wgmma.h"
+
+namespace ggemm::sm90 {
+
+template <int kTileN_, int kStages_>
+struct Config {
+    static constexpr int kTileN = kTileN_;
+    static constexpr int kStages = kStages_;
+    static constexpr int kTileM = 128;          // two math warpgroups x 64 rows (wgmma M = 64)
+    static constexpr int kBlockK = 64;          // 64 bf16 = 128 bytes: one 128-byte swizzle row
+    static constexpr int kMathWarpgroups = 2;
+    static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
+    static constexpr int kMathWarps = kMathWarpgroups * 4;
+    static constexpr int kRowsPerWarpgroup = kTileM / kMathWarpgroups;
+    static constexpr int kTileRing = 2;         // tiles published ahead to the math warpgroups
+    static constexpr int kGroupM = 16;          // row blocks per raster group (even: see scheduler.h)
+    static constexpr int kMaxExperts = 1024;
+    static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
+    static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
+    // Register budget after setmaxnreg: 128 x 40 + 256 x 232 = 64512 <= 65536.
+    static constexpr int kProducerRegisters = 40;
+    static constexpr int kMathRegisters = 232;
+
+    static_assert(kTileN % 64 == 0 && kTileN <= 256, "wgmma N and the TMA box (<= 256 rows)");
+    static_assert(kTileM % kSegmentAlignment == 0 || kSegmentAlignment % kTileM == 0,
+                  "a tile must never straddle two experts");
+    static_assert(kGroupM % 2 == 0, "raster groups pair row blocks");
+    static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "128-byte swizzle atoms are 1024 bytes");
+};
+
+// Named barriers (bar.sync ids); 0 is __syncthreads'.
+enum class NamedBarrier : uint32_t {
+    kEpilogue = 1,  // + math warpgroup index: the staging buffer of that warpgroup
+};
+
+template <class Cfg>
+struct SharedStorage {
+    // Each operand tile starts on a 1024-byte boundary: the 128-byte swizzle pattern repeats every
+    // 8 rows x 128 bytes, and the wgmma descriptors assume base offset 0.
+    struct alignas(1024) Stage {
+        __nv_bfloat16 a[Cfg::kTileM * Cfg::kBlockK];
+        __nv_bfloat16 b[Cfg::kTileN * Cfg::kBlockK];
+    };
+    Stage stages[Cfg::kStages];
+    uint64_t full[Cfg::kStages];    // TMA bytes landed in the stage
+    uint64_t empty[Cfg::kStages];   // every math warp is done reading the stage
+    uint64_t tile_full[Cfg::kTileRing];
+    uint64_t tile_empty[Cfg::kTileRing];
+    TileCoord tiles[Cfg::kTileRing];
+    // Per math warpgroup: one 32-column slice of accumulators on its way to global memory.
+    alignas(16) float epilogue[Cfg::kMathWarpgroups][Cfg::kRowsPerWarpgroup * kEpiloguePitch];
+    int32_t offsets[Cfg::kMaxExperts];
+    uint32_t status;
+};
+
+// Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
+template <class Cfg>
+constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage<Cfg>)) + 1024;
+
+// SM90: 227 KB of shared memory per block (opt-in).
+constexpr int kSharedMemoryLimit = 227 * 1024;
+
+template <class Cfg>
+__device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
+                                        const CUtensorMap* b_map, const KernelArgs& args) {
+    const bool discrete = args.weight_mode == kDiscrete;
+    GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(
+        s.offsets, discrete ? args.b_ptrs : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
+    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
+    const bool dynamic = args.scheduler == kDynamic;
+
+    int64_t index = dynamic ? atomicAdd(args.tile_counter, 1u) : blockIdx.x;
+    int32_t mapped_expert = -1;
+    uint32_t stage = 0, phase = 0;
+    for (uint32_t i = 0;; ++i) {
+        const TileCoord tile = schedule.tile(index);
+        const uint32_t slot = i % Cfg::kTileRing;
+        ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
+        s.tiles[slot] = tile;
+        ptx::mbarrier_arrive(&s.tile_full[slot]);
+        if (tile.expert < 0) return;
+        // Claim the next tile now so the atomic's latency hides behind this tile's loads.
+        index = dynamic ? atomicAdd(args.tile_counter, 1u) : index + gridDim.x;
+
+        const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
+        if (discrete && tile.expert != mapped_expert) {
+            ptx::fence_proxy_tensormap_acquire(expert_map);
+            mapped_expert = tile.expert;
+        }
+        for (int32_t kb = 0; kb < k_blocks; ++kb) {
+            ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
+            auto& st = s.stages[stage];
+            ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
+            const int32_t k = kb * Cfg::kBlockK;
+            ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
+            if (discrete) {
+                ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
+            } else {
+                ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
+            }
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+    }
+}
+
+// Epilogue. The wgmma accumulator layout (PTX ISA 9.7.15.5.1, "Register fragment for D" of
+// m64nNk16): in warp w of the warpgroup, lane l holds rows 16w + l/4 and 16w + l/4 + 8, and in
+// each 8-column chunk j the columns 8j + 2(l%4) and +1, as acc[4j..4j+1] and acc[4j+2..4j+3].
+// Each 32-column slice is staged in shared memory and stored by store_chunk (epilogue.h).
+template <class Cfg>
+__device__ __forceinline__ void store_tile(SharedStorage<Cfg>& s, const KernelArgs& args,
+                                           const TileCoord& tile, int warpgroup,
+                                           const float (&acc)[Cfg::kTileN / 2]) {
+    const int lane = threadIdx.x % 32;
+    const int thread = threadIdx.x % 128;
+    const int row = (thread / 32) * 16 + lane / 4;
+    float* staged = s.epilogue[warpgroup];
+    const EpilogueTile et = epilogue_tile(args, tile.expert);
+    const int64_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
+    const uint32_t barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+#pragma unroll
+    for (int chunk = 0; chunk < Cfg::kTileN / kEpilogueChunkCols; ++chunk) {
+        if (tile.n_begin + chunk * kEpilogueChunkCols >= args.n) break;  // N tail: nothing left
+#pragma unroll
+        for (int jj = 0; jj < kEpilogueChunkCols / 8; ++jj) {
+            const int j = chunk * (kEpilogueChunkCols / 8) + jj;
+            const int col = jj * 8 + 2 * (lane % 4);
+            *reinterpret_cast<float2*>(staged + row * kEpiloguePitch + col) =
+                make_float2(acc[4 * j], acc[4 * j + 1]);
+            *reinterpret_cast<float2*>(staged + (row + 8) * kEpiloguePitch + col) =
+                make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+        }
+        ptx::named_barrier_sync(barrier, 128);  // the slice is staged
+        store_chunk<Cfg::kRowsPerWarpgroup, 128>(et, staged, row_begin,
+                                                 tile.n_begin + chunk * kEpilogueChunkCols, thread);
+        ptx::named_barrier_sync(barrier, 128);  // the slice is read: the buffer may be reused
+    }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
+    using Mma = ptx::Wgmma<Cfg::kTileN>;
+    const int lane = threadIdx.x % 32;
+    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
+    float acc[Cfg::kTileN / 2];
+    uint32_t stage = 0, phase = 0;
+    for (uint32_t i = 0;; ++i) {
+        const uint32_t slot = i % Cfg::kTileRing;
+        ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
+        const TileCoord tile = s.tiles[slot];
+        __syncwarp();
+        if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
+        if (tile.expert < 0) return;
+
+        uint32_t previous_stage = 0;
+        for (int32_t kb = 0; kb < k_blocks; ++kb) {
+            ptx::mbarrier_wait(&s.full[stage], phase);
+            const uint32_t a_base =
+                ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
+            const uint32_t b_base = ptx::smem_addr(s.stages[stage].b);
+#pragma unroll
+            for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+            ptx::wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
+                // A k16 slice starts 32 bytes further along the swizzled 128-byte row.
+                const uint64_t desc_a =
+                    ptx::wgmma_smem_desc(a_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
+                const uint64_t desc_b =
+                    ptx::wgmma_smem_desc(b_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
+                Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
+            }
+            ptx::wgmma_commit();
+#pragma unroll
+            for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+            // Keep this batch in flight; the previous one has finished reading its stage.
+            if (kb > 0) {
+                ptx::wgmma_wait<1>();
+                if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+            }
+            previous_stage = stage;
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+        ptx::wgmma_wait<0>();
+        if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+#pragma unroll
+        for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        store_tile<Cfg>(s, args, tile, warpgroup, acc);
+    }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    grouped_gemm_sm90(const __grid_constant__ CUtensorMap a_map,
+                      const __grid_constant__ CUtensorMap b_map, const KernelArgs args) {
+    static_assert(kSmemBytes<Cfg> <= kSharedMemoryLimit, "stages + staging + offsets exceed 227 KB");
+#if defined(GGEMM_PTX_SM90A)
+    extern __shared__ uint8_t smem_raw[];
+    auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+    const int thread = threadIdx.x;
+
+    if (thread == 0) {
+        for (int i = 0; i < Cfg::kStages; ++i) {
+            ptx::mbarrier_init(&s.full[i], 1);
+            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps);
+        }
+        for (int i = 0; i < Cfg::kTileRing; ++i) {
+            ptx::mbarrier_init(&s.tile_full[i], 1);
+            ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
+        }
+        s.status = 0;
+        ptx::fence_mbarrier_init();
+    }
+    if (thread == 32) {
+        ptx::tma_prefetch_map(&a_map);
+        if (args.weight_mode == kDense) ptx::tma_prefetch_map(&b_map);
+    }
+    // Every role walks the experts: keep the offsets in shared memory.
+    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
+    __syncthreads();
+
+    // One CTA reports bad offsets; the scheduler in every CTA skips the experts they touch.
+    if (blockIdx.x == 0 && args.device_status != nullptr) {
+        for (int g = thread; g < args.num_experts; g += Cfg::kThreads) {
+            const uint32_t bits = offset_status(g == 0 ? 0 : s.offsets[g - 1], s.offsets[g], args.m);
+            if (bits != 0) atomicOr(&s.status, bits);
+        }
+        __syncthreads();
+        if (thread == 0 && s.status != 0) atomicOr(args.device_status, s.status);
+    }
+
+    const int warpgroup = thread / 128;
+    if (warpgroup == 0) {
+        ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
+        if (thread == 0) produce<Cfg>(s, &a_map, &b_map, args);
+    } else {
+        ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
+        compute<Cfg>(s, args, warpgroup - 1);
+    }
+#endif
+}
+
+template <class Cfg>
+cudaError_t prepare() {
+    return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                kSmemBytes<Cfg>);
+}
+
+template <class Cfg>
+cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
+    if (p.args.weight_mode == kDiscrete) {
+        const cudaError_t built = launch_build_weight_maps(p, stream);
+        if (built != cudaSuccess) return built;
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(p.grid));
+    config.blockDim = dim3(Cfg::kThreads);
+    config.dynamicSmemBytes = kSmemBytes<Cfg>;
+    config.stream = stream;
+    return cudaLaunchKernelEx(&config, grouped_gemm_sm90<Cfg>, p.a_map, p.b_map, p.args);
+}
+
+}  // namespace ggemm::sm90

@@ -1,0 +1,17 @@
+// Named CTA barriers (bar.sync with an id and a thread count), so that one warpgroup can
+// synchronise without stopping the others. PTX ISA 9.7.13.1 (bar / barrier).
+#pragma once
+
+#include <cstdint>
+
+#include "common.h"
+
+namespace ggemm::ptx {
+
+// bar.sync id, threads;                                                       PTX 2.0, sm_30
+// `threads` counts every thread that takes part (a multiple of 32); id 0 is __syncthreads'.
+__device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace ggemm::ptx

@@ -1,0 +1,95 @@
+// mbarrier: the shared-memory barriers that order TMA arrivals and stage reuse.
+// PTX ISA 9.7.13.15 (Parallel Synchronization and Communication: mbarrier).
+#pragma once
+
+#include <cstdint>
+
+#include "common.h"
+
+#if defined(GGEMM_DEBUG_BARRIERS)
+#include <cstdio>
+#endif
+
+namespace ggemm::ptx {
+
+// mbarrier.init.shared::cta.b64 [addr], count;                                PTX 7.0, sm_80
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrival_count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrival_count)
+                 : "memory");
+}
+
+// mbarrier.arrive.shared::cta.b64 _, [addr];                                  PTX 7.8, sm_90
+// Release semantics at CTA scope: shared-memory writes before it are visible to waiters.
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], tx_count;              PTX 8.0, sm_90
+// One arrival plus the bytes the TMA copies that complete this phase will deliver.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];              PTX 8.0, sm_90
+// Arrives on the barrier at the same offset in CTA `cta_rank` of the cluster (via mapa).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "{\n\t.reg .b32 remote;\n\t"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}" ::"r"(smem_addr(bar)),
+        "r"(cta_rank)
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity, 0x989680;       PTX 7.8, sm_90
+// True once the phase with the given parity has completed. The suspend-time hint (10 ms in ns)
+// lets the hardware park the thread instead of spinning on the issue slot.
+__device__ __forceinline__ bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
+#if defined(GGEMM_PTX_TMA)
+    uint32_t done;
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, 0x989680;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return false;
+#endif
+}
+
+// Blocks until the phase with `parity` completes. Debug builds (GGEMM_DEBUG_BARRIERS) bound the
+// wait and trap, printing the barrier and phase, so a hang is diagnosable from one run.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+#if defined(GGEMM_DEBUG_BARRIERS)
+    for (uint32_t tries = 0; !mbarrier_try_wait_parity(bar, parity); ++tries) {
+        if (tries == (1u << 24)) {
+            printf("ggemm: mbarrier wait timed out: block %d thread %d barrier smem 0x%x parity %u\n",
+                   blockIdx.x, threadIdx.x, smem_addr(bar), parity);
+            __trap();
+        }
+    }
+#else
+    while (!mbarrier_try_wait_parity(bar, parity)) {
+    }
+#endif
+}
+
+}  // namespace ggemm::ptx

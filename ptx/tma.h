@@ -1,0 +1,98 @@
+// TMA: the bulk tensor copy engine, driven by tensor maps. PTX ISA 9.7.9.25
+// (cp.async.bulk.tensor), 9.7.9.27 (prefetch.tensormap), 9.7.9.29 (tensormap.replace).
+#pragma once
+
+#include <cstdint>
+
+#include "common.h"
+
+namespace ggemm::ptx {
+
+// prefetch.tensormap [addr];                                                 PTX 8.0, sm_90
+// Pulls a tensor map (kernel parameter or global) into the TMA unit's cache ahead of first use.
+__device__ __forceinline__ void tma_prefetch_map(const void* map) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+//     [dst], [map, {c0, c1}], [bar];                                         PTX 8.0, sm_90
+// Copies one box into shared memory and completes its bytes on `bar`. c0 is the innermost
+// (contiguous) coordinate. Out-of-bounds elements are zero-filled and still count as bytes.
+__device__ __forceinline__ void tma_load_2d(void* dst, const void* map, uint64_t* bar, int32_t c0,
+                                            int32_t c1) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+//     [dst], [map, {c0, c1, c2}], [bar];                                     PTX 8.0, sm_90
+__device__ __forceinline__ void tma_load_3d(void* dst, const void* map, uint64_t* bar, int32_t c0,
+                                            int32_t c1, int32_t c2) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+//     [dst], [map, {c0, c1}], [bar], cta_mask;                              PTX 8.0, sm_90
+// One load delivered to the same shared-memory offset (and barrier offset) of every CTA of the
+// cluster whose bit is set in cta_mask.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* map, uint64_t* bar,
+                                                      uint16_t cta_mask, int32_t c0, int32_t c1) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(cta_mask)
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+//     [dst], [map, {c0, c1, c2}], [bar], cta_mask;                          PTX 8.0, sm_90
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const void* map, uint64_t* bar,
+                                                      uint16_t cta_mask, int32_t c0, int32_t c1,
+                                                      int32_t c2) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "h"(cta_mask)
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// tensormap.replace.tile.global_address.global.b1024.b64 [map], address;    PTX 8.3, sm_90a / sm_100a
+// Rewrites the base address of a 128-byte tensor map that lives in global memory.
+__device__ __forceinline__ void tensormap_replace_global_address(void* global_map, uint64_t address) {
+#if defined(GGEMM_PTX_SM90A) || defined(GGEMM_PTX_SM100A)
+    asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" ::"l"(global_map),
+                 "l"(address)
+                 : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+}  // namespace ggemm::ptx

@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # the stage_* and helper functions are called by name
+# The one project script for the GPU machine: configure and build, GPU and host tests, a
+# compute-sanitizer pass, the Google Benchmark suite and the peer comparison. Each stage is
+# timed and cut to fit the deadline; a failed stage does not stop the later ones (a failed build
+# does). A short table is printed LAST; full logs go to $OUT.
+#
+# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers
+#         STAGES="build bench peers" scripts/gpu_run.sh
+#   (default: all five, in that order)
+#
+# environment:
+#   OUT               results folder (the device tool sets it; default ./out, which git ignores)
+#   GGEMM_COMMIT      the commit measured, when .git does not travel with the tree
+#   GGEMM_DEADLINE_S  seconds after the start by which every stage must end (default 570: one
+#                     device command may run 600 s); no stage starts with under 30 s left
+#   <STAGE>_TIMEOUT_S cap of one stage, e.g. BUILD_TIMEOUT_S (defaults below)
+#   BUILD_DIR         default build-gpu
+#   CMAKE_ARGS        extra configure arguments, e.g. -DGGEMM_DEBUG_BARRIERS=ON
+#   BENCH_ARGS        extra ggemm_bench arguments, e.g. --benchmark_filter=suite/
+#   PEERS_ARGS        peers.py arguments besides --lib/--out (default: --full-epilogue)
+#   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck)
+#   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
+#
+# $OUT keeps at most 8 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
+# peers.md, peers.png, and while a stage runs its own log(s), which move into logs.tar when it
+# ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
+#
+# This script only reads the GPU's state (nvidia-smi -L / --query-gpu); it never changes clocks,
+# power limits or any other setting.
+set -u -o pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+START_S=$(date +%s)
+DEADLINE_S=$((START_S + ${GGEMM_DEADLINE_S:-570}))
+ALL_STAGES="build test sanitize bench peers"
+if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$ALL_STAGES}; fi
+for stage in $STAGE_LIST; do
+  case " $ALL_STAGES " in
+    *" $stage "*) ;;
+    *) echo "gpu_run.sh: unknown stage '$stage' (stages: $ALL_STAGES)"; exit 2 ;;
+  esac
+done
+
+declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=300 [bench]=300 [peers]=300)
+SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck}
+SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
+PEERS_ARGS=${PEERS_ARGS---full-epilogue}
+BENCH_ARGS=${BENCH_ARGS:-}
+CMAKE_ARGS=${CMAKE_ARGS:-}
+SCRATCH=$(mktemp -d /tmp/gpu_run.XXXXXX)
+LOG_TAR=$OUT/logs.tar
+rm -f "$LOG_TAR" "$LOG_TAR.gz" "$OUT/summary.txt"
+
+# --- helpers --------------------------------------------------------------------------------------
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+seconds_left() { echo $((STAGE_END_S - $(date +%s))); }
+
+# run_logged LOG CMD...: runs CMD under the stage's remaining time, appending its output to
+# $OUT/LOG (written as it comes, so it survives a kill) and showing the last lines here.
+SHOW_LINES=${SHOW_LINES:-15}
+run_logged() {
+  local log=$1
+  shift
+  local limit
+  limit=$(seconds_left)
+  if ((limit < 5)); then
+    echo "(no time left for: $*)" | tee -a "$OUT/$log"
+    return 124
+  fi
+  echo "+ $* (limit ${limit}s)" | tee -a "$OUT/$log"
+  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$OUT/$log" | tail -n "$SHOW_LINES"
+  return "${PIPESTATUS[0]}"
+}
+
+# Moves every *.log and *.txt of $OUT but summary.txt into logs.tar (appendable, uncompressed).
+pack_logs() {
+  local f
+  for f in "$OUT"/*.log "$OUT"/*.txt; do
+    [ -f "$f" ] || continue
+    [ "$(basename "$f")" = summary.txt ] && continue
+    tar -rf "$LOG_TAR" -C "$OUT" "$(basename "$f")" && rm -f "$f"
+  done
+}
+
+find_binary() {
+  find "$BUILD_DIR" -name "$1" -type f -perm -u+x 2>/dev/null | head -n 1
+}
+
+# The doctest summary line of a log ("test cases: 12 | 12 passed | 0 failed | 0 skipped").
+doctest_line() {
+  grep -E "test cases:" "$1" 2>/dev/null | tail -n 1 | sed -E 's/^\[doctest\] *//; s/ +/ /g'
+}
+
+# --- environment ----------------------------------------------------------------------------------
+# doctest and Google Benchmark come as Debian packages carried in .deps (fetch-debs.sh);
+# unpacked under /tmp/deps, never into /.
+if compgen -G ".deps/*.deb" >/dev/null; then
+  if [ ! -f /tmp/deps/.unpacked ]; then
+    mkdir -p /tmp/deps
+    for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+    touch /tmp/deps/.unpacked
+  fi
+  DEPS_NOTE="deps from .deps"
+else
+  DEPS_NOTE="no .deps carried: doctest/benchmark must already be installed"
+fi
+export CPATH=/tmp/deps/usr/include${CPATH:+:$CPATH}
+export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+if git rev-parse HEAD >/dev/null 2>&1; then
+  COMMIT=$(git rev-parse HEAD)
+  git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT+dirty"
+else
+  COMMIT=${GGEMM_COMMIT:-unknown}
+fi
+export GGEMM_COMMIT=$COMMIT
+GPU_LINE=$(nvidia-smi -L 2>/dev/null | head -n 1)
+{
+  echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit:  $COMMIT"
+  echo "stages:  $STAGE_LIST"
+  echo "deps:    $DEPS_NOTE"
+  nvidia-smi -L 2>&1
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,persistence_mode \
+    --format=csv 2>&1
+  nvcc --version 2>&1 | tail -n 2
+  cmake --version 2>&1 | head -n 1
+} | tee "$OUT/env.log"
+pack_logs
+
+# --- stages ---------------------------------------------------------------------------------------
+# Each stage_X sets NOTE (key numbers) and may set STATUS; it returns non-zero on failure.
+
+stage_build() {
+  # shellcheck disable=SC2086  # CMAKE_ARGS is a list of arguments
+  run_logged build.log cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGGEMM_BUILD_BENCH=ON -DCMAKE_PREFIX_PATH=/tmp/deps/usr $CMAKE_ARGS
+  local rc=$?
+  if ((rc != 0)); then
+    NOTE="configure failed: $(grep -m1 -iE "error" "$OUT/build.log" | cut -c1-200)"
+    return "$rc"
+  fi
+  run_logged build.log cmake --build "$BUILD_DIR" -j16
+  rc=$?
+  local warnings spills
+  warnings=$(grep -ciE "warning" "$OUT/build.log")
+  spills=$(grep -cE "[1-9][0-9]* bytes spill (stores|loads)" "$OUT/build.log")
+  NOTE="$warnings warning lines, $spills ptxas lines with spills"
+  ((rc != 0)) && NOTE="build failed: $(grep -m1 -E "error|FAILED" "$OUT/build.log" | cut -c1-200); $NOTE"
+  return "$rc"
+}
+
+stage_test() {
+  run_logged test.log ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error
+  local rc_ctest=$?
+  local ctest_line
+  ctest_line=$(grep -E "tests passed|No tests were found" "$OUT/test.log" | tail -n 1)
+  local gpu_bin rc_gpu=1 gpu_line="ggemm_gpu_tests not built"
+  gpu_bin=$(find_binary ggemm_gpu_tests)
+  if [ -n "$gpu_bin" ]; then
+    run_logged gpu_tests.log "$gpu_bin"
+    rc_gpu=$?
+    gpu_line="gpu: $(doctest_line "$OUT/gpu_tests.log")"
+  fi
+  NOTE="ctest: ${ctest_line:-?}; $gpu_line"
+  ((rc_ctest == 0 && rc_gpu == 0))
+}
+
+stage_sanitize() {
+  local gpu_bin
+  gpu_bin=$(find_binary ggemm_gpu_tests)
+  if [ -z "$gpu_bin" ]; then
+    NOTE="ggemm_gpu_tests not built"
+    return 1
+  fi
+  local tool rc=0 tool_rc summary cases
+  NOTE=""
+  for tool in $SANITIZE_TOOLS; do
+    run_logged "sanitize_$tool.log" compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 100 \
+      "$gpu_bin" "--test-case=$SANITIZE_FILTER"
+    tool_rc=$?
+    summary=$(grep -E "(ERROR|RACECHECK|SYNCCHECK|INITCHECK) SUMMARY" "$OUT/sanitize_$tool.log" | tail -n 1 |
+      sed -E 's/^=+ *//')
+    cases=$(doctest_line "$OUT/sanitize_$tool.log")
+    # A filter that matches nothing passes trivially: that is not a clean sanitizer run.
+    if [[ "$cases" =~ test\ cases:\ 0\ \| ]]; then
+      summary="no test case matched '$SANITIZE_FILTER'"
+      ((tool_rc == 0)) && tool_rc=3
+    fi
+    NOTE+="$tool: ${summary:-no summary} (rc $tool_rc, ${cases:-no doctest line}); "
+    ((tool_rc != 0)) && rc=$tool_rc
+  done
+  NOTE=${NOTE%; }
+  return "$rc"
+}
+
+stage_bench() {
+  local bin="$BUILD_DIR/bench/ggemm_bench"
+  if [ ! -x "$bin" ]; then
+    NOTE="$bin not built"
+    return 1
+  fi
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments
+  run_logged bench.log "$bin" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json $BENCH_ARGS
+  local rc=$?
+  if [ -s "$OUT/bench.json" ]; then
+    python3 bench/summarize_bench.py "$OUT/bench.json" >"$SCRATCH/bench_table.txt" 2>&1
+    cp "$SCRATCH/bench_table.txt" "$OUT/bench_table.txt"
+    NOTE=$(python3 bench/summarize_bench.py "$OUT/bench.json" --oneline 2>&1)
+    # Benchmarks that skipped with an error leave the binary's exit code at 0.
+    [[ "$NOTE" =~ ,\ 0\ errors ]] || { ((rc == 0)) && rc=1; }
+  else
+    NOTE="no bench.json written"
+    ((rc == 0)) && rc=1
+  fi
+  return "$rc"
+}
+
+stage_peers() {
+  local lib="$BUILD_DIR/libggemm.so"
+  if [ ! -e "$lib" ]; then
+    NOTE="$lib not built"
+    return 1
+  fi
+  # shellcheck disable=SC2086  # PEERS_ARGS is a list of arguments
+  SHOW_LINES=40 run_logged peers.log env PYTHONUNBUFFERED=1 python3 bench/peers.py --lib "$lib" --out "$OUT" $PEERS_ARGS
+  local rc=$?
+  NOTE=$(python3 - "$OUT/peers.json" <<'EOF' 2>&1
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no peers.json (%s)" % type(e).__name__); sys.exit()
+s = doc["summary"]
+f = lambda v: "-" if v is None else "%.3f" % v
+parts = ["geomean ggemm/grouped_mm %s, ggemm/dense %s over %d/%d cases"
+         % (f(s["ggemm_over_grouped_mm"]), f(s["ggemm_over_dense"]), s["cases_with_ratio"], s["cases"])]
+for c in doc["cases"]:
+    if "full_epilogue_overhead" in c:
+        parts.append("full epilogue %+.1f%%" % (100 * c["full_epilogue_overhead"]))
+if s["check_failures"]:
+    parts.append("CHECK FAILED: " + ", ".join(s["check_failures"]))
+if s["cases_with_errors"]:
+    parts.append("errors in: " + ", ".join(s["cases_with_errors"]))
+if not doc.get("complete"):
+    parts.append("INCOMPLETE")
+print("; ".join(parts))
+EOF
+)
+  return "$rc"
+}
+
+# --- run ------------------------------------------------------------------------------------------
+ROWS=()
+OVERALL=0
+BUILD_FAILED=0
+for stage in $STAGE_LIST; do
+  if ((BUILD_FAILED)); then
+    ROWS+=("$stage|skipped|0.0|the build failed")
+    continue
+  fi
+  left=$((DEADLINE_S - $(date +%s)))
+  if ((left < 30)); then
+    ROWS+=("$stage|skipped|0.0|deadline: ${left}s left")
+    OVERALL=1
+    continue
+  fi
+  cap_var="${stage^^}_TIMEOUT_S"
+  cap=${!cap_var:-${DEFAULT_CAP[$stage]}}
+  STAGE_END_S=$(($(date +%s) + (cap < left ? cap : left)))
+  echo
+  echo "=== $stage (limit $((STAGE_END_S - $(date +%s)))s) ==="
+  NOTE=""
+  t0=$(now_ms)
+  "stage_$stage"
+  rc=$?
+  t1=$(now_ms)
+  if ((rc == 0)); then
+    status=ok
+  elif ((rc == 124 || rc == 137)); then
+    status=TIMEOUT
+  else
+    status="FAIL($rc)"
+  fi
+  ((rc != 0)) && OVERALL=1
+  [ "$stage" = build ] && ((rc != 0)) && BUILD_FAILED=1
+  ROWS+=("$stage|$status|$(((t1 - t0) / 1000)).$((((t1 - t0) % 1000) / 100))|$NOTE")
+  pack_logs
+done
+
+# --- summary, printed last ------------------------------------------------------------------------
+{
+  if [ -s "$SCRATCH/bench_table.txt" ]; then
+    echo
+    echo "=== ggemm_bench (median of event-timed iterations) ==="
+    cat "$SCRATCH/bench_table.txt"
+  fi
+  if [ -s "$OUT/peers.md" ]; then
+    echo
+    echo "=== peers ==="
+    grep -E "^\||^Full epilogue|^ERROR|^CHECK" "$OUT/peers.md"
+  fi
+  echo
+  echo "=== gpu_run.sh summary ==="
+  echo "commit $COMMIT | ${GPU_LINE:-no nvidia-smi} | $(date -u +%Y-%m-%dT%H:%M:%SZ) | total $(($(date +%s) - START_S))s"
+  printf '%-9s %-10s %8s  %s\n' stage status seconds "key numbers"
+  for row in "${ROWS[@]}"; do
+    IFS='|' read -r r_stage r_status r_secs r_note <<<"$row"
+    printf '%-9s %-10s %8s  %s\n' "$r_stage" "$r_status" "$r_secs" "$r_note"
+  done
+} >"$SCRATCH/summary.txt"
+cp "$SCRATCH/summary.txt" "$OUT/summary.txt"
+pack_logs
+[ -f "$LOG_TAR" ] && gzip -f "$LOG_TAR"
+rm -rf "$SCRATCH"
+cat "$OUT/summary.txt"
+exit $OVERALL

@@ -1,0 +1,127 @@
+// ggemm_execute. The success path makes no allocation, no synchronization and no host read
+// of device memory, so it can be captured in a CUDA graph; its cost is a handful of runtime
+// calls (pointer attributes, two tensor-map encodes, the memsets and the launch).
+#include "src/execute.h"
+
+#include "kernels/common/workspace.h"
+#include "src/error.h"
+#include "src/pointer_oracle.h"
+#include "src/structs.h"
+#include "src/tensor_map.h"
+#include "src/validate.h"
+
+namespace ggemm {
+
+KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noexcept {
+    const ggemm_plan_desc& desc = plan.desc;
+    const bool discrete = desc.weight_mode == GGEMM_WEIGHTS_DISCRETE;
+    auto* workspace = static_cast<unsigned char*>(args.workspace);
+    KernelArgs kernel{};
+    kernel.padded_offsets = args.padded_offsets;
+    kernel.alpha = args.alpha;
+    kernel.prob = args.prob;
+    kernel.bias = args.bias;
+    kernel.c = desc.generate_c ? args.c : nullptr;
+    kernel.d = args.d;
+    kernel.b_ptrs = discrete ? args.b_ptrs : nullptr;
+    kernel.b_maps = discrete && workspace != nullptr
+                        ? reinterpret_cast<CUtensorMap*>(workspace + workspace_maps_offset())
+                        : nullptr;
+    kernel.tile_counter = plan.workspace_bytes > 0 ? reinterpret_cast<uint32_t*>(workspace) : nullptr;
+    kernel.device_status = args.device_status;
+    kernel.m = args.m;
+    kernel.n = static_cast<int32_t>(desc.n);
+    kernel.k = static_cast<int32_t>(desc.k);
+    kernel.num_experts = desc.num_experts;
+    kernel.c_dtype = desc.c_dtype;
+    kernel.d_dtype = desc.d_dtype;
+    kernel.bias_dtype = desc.bias_dtype;
+    kernel.generate_c = desc.generate_c;
+    kernel.scheduler = desc.scheduler;
+    kernel.weight_mode = desc.weight_mode;
+    return kernel;
+}
+
+const void* b_template_placeholder(const uint64_t* b_ptrs) noexcept {
+    return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(b_ptrs) & ~uintptr_t{15});
+}
+
+ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args, int64_t m_capacity,
+                            cudaStream_t stream) noexcept {
+    ggemm_args args;
+    ggemm_status_t status = read_args(user_args, "args", &args);
+    if (status != GGEMM_SUCCESS) return status;
+    int current_device = -1;
+    const cudaError_t got_device = cudaGetDevice(&current_device);
+    if (got_device != cudaSuccess) {
+        cudaGetLastError();
+        return fail(GGEMM_ERROR_CUDA, "cudaGetDevice failed: %s (%s)", cudaGetErrorName(got_device),
+                    cudaGetErrorString(got_device));
+    }
+    status = validate_args(plan, args, m_capacity, current_device, cuda_pointer_oracle());
+    if (status != GGEMM_SUCCESS) return status;
+
+    const ggemm_plan_desc& desc = plan.desc;
+    const KernelVariant& variant = plan.variant;
+    LaunchParams params;
+    // Maps are encoded on the host before anything is enqueued: an encode failure leaves the
+    // stream untouched.
+    if (args.m > 0) {
+        status = encode_tensor_map(a_map_shape(args.a, args.m, desc.k, variant), "A", &params.a_map);
+        if (status != GGEMM_SUCCESS) return status;
+        const TensorMapShape b_shape =
+            desc.weight_mode == GGEMM_WEIGHTS_DENSE
+                ? b_dense_map_shape(args.b, desc.n, desc.k, desc.num_experts, variant)
+                : b_template_map_shape(b_template_placeholder(args.b_ptrs), desc.n, desc.k, variant);
+        status = encode_tensor_map(b_shape, "B", &params.b_map);
+        if (status != GGEMM_SUCCESS) return status;
+    }
+
+    // The status word is cleared even for M = 0, so a caller reading it sees this call's word.
+    if (args.device_status != nullptr) {
+        const cudaError_t error = cudaMemsetAsync(args.device_status, 0, sizeof(uint32_t), stream);
+        if (error != cudaSuccess) {
+            cudaGetLastError();
+            return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(args->device_status) failed: %s (%s)",
+                        cudaGetErrorName(error), cudaGetErrorString(error));
+        }
+    }
+    if (args.m == 0) return GGEMM_SUCCESS;
+
+    // The dynamic scheduler claims tiles from the counter, and discrete mode uses it too
+    // (kernels/common/workspace.h): it must read zero at every launch, in stream order.
+    if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC || desc.weight_mode == GGEMM_WEIGHTS_DISCRETE) {
+        const cudaError_t error = cudaMemsetAsync(args.workspace, 0, kWorkspaceCounterBytes, stream);
+        if (error != cudaSuccess) {
+            cudaGetLastError();
+            return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(tile counter in args->workspace) failed: %s (%s)",
+                        cudaGetErrorName(error), cudaGetErrorString(error));
+        }
+    }
+    params.args = make_kernel_args(plan, args);
+    params.grid = plan.grid;
+    cudaError_t error = variant.launch(params, stream);
+    if (error == cudaSuccess) error = cudaGetLastError();
+    if (error != cudaSuccess) {
+        cudaGetLastError();
+        return fail(GGEMM_ERROR_CUDA, "launching kernel %s (grid %d) failed: %s (%s)", variant.name,
+                    plan.grid, cudaGetErrorName(error), cudaGetErrorString(error));
+    }
+    return GGEMM_SUCCESS;
+}
+
+}  // namespace ggemm
+
+extern "C" {
+
+GGEMM_API ggemm_status_t ggemm_execute(ggemm_plan_t plan, const ggemm_args* args,
+                                       struct CUstream_st* stream) {
+    return ggemm::guarded("ggemm_execute", [&] {
+        if (plan == nullptr) {
+            return ggemm::fail(GGEMM_ERROR_NULL_ARGUMENT, "plan is NULL (create one with ggemm_plan_create)");
+        }
+        return ggemm::execute_plan(*plan, args, plan->desc.m_capacity, stream);
+    });
+}
+
+}  // extern "C"

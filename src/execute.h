@@ -1,0 +1,26 @@
+// The execute path: read and validate the arguments, encode the tensor maps, enqueue.
+#pragma once
+
+#include <cstdint>
+#include <cuda_runtime_api.h>
+
+#include "ggemm.h"
+#include "kernels/common/params.h"
+#include "src/plan.h"
+
+namespace ggemm {
+
+// The kernel's per-call arguments from validated ones (pure).
+KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noexcept;
+
+// The discrete-mode B template's placeholder address: b_ptrs rounded down to 16 bytes (TMA
+// wants a 16-byte-aligned address; b_ptrs need only be 8-aligned). Never dereferenced: the
+// kernel writes each expert's address into its copy of the template.
+const void* b_template_placeholder(const uint64_t* b_ptrs) noexcept;
+
+// ggemm_execute's body; the one-shot call passes its descriptor's m_capacity. Nothing is
+// enqueued unless every check passes.
+ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args, int64_t m_capacity,
+                            cudaStream_t stream) noexcept;
+
+}  // namespace ggemm

@@ -1,0 +1,77 @@
+// The planner's tables. Each row is a belief about the hardware, stated once.
+#include "src/heuristics.h"
+
+#include <cstring>
+
+namespace ggemm {
+
+const TileWidthEfficiency kTileWidthEfficiency[] = {
+    // Hopper: one wgmma m64nNk16 per warpgroup per k-step; N=256 amortizes the A fragment
+    // best, N=192 is close, N=128 pays for twice the A traffic per output column of N=256.
+    {90, 256, 1.00},  {90, 224, 0.99}, {90, 192, 0.985}, {90, 160, 0.95}, {90, 128, 0.92},
+    {90, 64, 0.80},
+    // Blackwell: tcgen05.mma accumulates in TMEM (512 columns), same reuse argument.
+    {100, 256, 1.00}, {100, 224, 0.99}, {100, 192, 0.985}, {100, 160, 0.95}, {100, 128, 0.92},
+    {100, 64, 0.80},
+};
+const int kTileWidthEfficiencyCount = sizeof kTileWidthEfficiency / sizeof kTileWidthEfficiency[0];
+
+const Preference kTileMPreference[] = {{256, 1.00}, {128, 0.97}};
+const int kTileMPreferenceCount = sizeof kTileMPreference / sizeof kTileMPreference[0];
+
+const Preference kClusterPreference[] = {{2, 1.00}, {1, 0.98}};
+const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterPreference[0];
+
+namespace {
+
+// A value missing from a preference table is neither favoured nor penalized beyond the
+// smallest listed factor.
+double preference(const Preference* table, int count, int32_t value) {
+    double smallest = 1.0;
+    for (int i = 0; i < count; ++i) {
+        if (table[i].value == value) return table[i].factor;
+        if (table[i].factor < smallest) smallest = table[i].factor;
+    }
+    return smallest;
+}
+
+}  // namespace
+
+int32_t persistent_grid(int32_t sm_count, int32_t sm_margin, int32_t cluster_m) noexcept {
+    const int32_t available = sm_count - sm_margin;
+    if (available <= 0 || cluster_m <= 0) return 0;
+    return available / cluster_m * cluster_m;
+}
+
+VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count,
+                           int32_t sm_margin) noexcept {
+    VariantScore score{};
+    score.width_efficiency = kUnknownWidthEfficiency;
+    for (int i = 0; i < kTileWidthEfficiencyCount; ++i) {
+        if (kTileWidthEfficiency[i].arch == variant.arch &&
+            kTileWidthEfficiency[i].tile_n == variant.tile_n) {
+            score.width_efficiency = kTileWidthEfficiency[i].efficiency;
+            score.width_in_table = true;
+        }
+    }
+    const int64_t tiles = variant.tile_n > 0 ? (n + variant.tile_n - 1) / variant.tile_n : 0;
+    score.padded_n = tiles * variant.tile_n;
+    score.column_use = score.padded_n > 0 ? static_cast<double>(n) / static_cast<double>(score.padded_n) : 0.0;
+    score.tile_m_factor = preference(kTileMPreference, kTileMPreferenceCount, variant.tile_m);
+    score.cluster_factor = preference(kClusterPreference, kClusterPreferenceCount, variant.cluster_m);
+    score.grid = persistent_grid(sm_count, sm_margin, variant.cluster_m);
+    const int32_t offered = sm_count - sm_margin;
+    score.grid_use = offered > 0 ? static_cast<double>(score.grid) / offered : 0.0;
+    score.total = score.width_efficiency * score.column_use * score.tile_m_factor *
+                  score.cluster_factor * score.grid_use;
+    return score;
+}
+
+bool better_choice(const KernelVariant& a, const VariantScore& a_score, const KernelVariant& b,
+                   const VariantScore& b_score) noexcept {
+    if (a_score.total != b_score.total) return a_score.total > b_score.total;
+    if (a.stages != b.stages) return a.stages > b.stages;  // deeper pipeline hides more latency
+    return std::strcmp(a.name, b.name) < 0;                // deterministic, whatever the list order
+}
+
+}  // namespace ggemm

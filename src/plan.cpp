@@ -1,0 +1,199 @@
+// The planner: validate, filter the compiled variants, score them (src/heuristics.h), keep the
+// best, and say why in the plan's description.
+#include "src/plan.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cuda_runtime_api.h>
+#include <vector>
+
+#include "kernels/common/variants.h"
+#include "kernels/common/workspace.h"
+#include "src/error.h"
+#include "src/heuristics.h"
+#include "src/tensor_map.h"
+#include "src/validate.h"
+
+namespace ggemm {
+
+namespace {
+
+void appendf(std::string* text, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void appendf(std::string* text, const char* format, ...) {
+    char line[512];
+    va_list arguments;
+    va_start(arguments, format);
+    std::vsnprintf(line, sizeof line, format, arguments);
+    va_end(arguments);
+    text->append(line);
+}
+
+struct Candidate {
+    const KernelVariant* variant;
+    VariantScore score;
+};
+
+// Why `variant` cannot serve this plan, or nullptr if it can. `reason` holds the text.
+const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
+                      const DeviceInfo& device, char* reason, std::size_t size) {
+    if (variant.tile_m <= 0 || variant.tile_n <= 0 || variant.block_k <= 0 || variant.stages <= 0 ||
+        variant.cluster_m <= 0 || variant.launch == nullptr) {
+        std::snprintf(reason, size, "malformed variant description (a bug in ggemm)");
+        return reason;
+    }
+    if (desc.tile_m != 0 && variant.tile_m != desc.tile_m) {
+        std::snprintf(reason, size, "tile_m %d, desc->tile_m = %d", variant.tile_m, desc.tile_m);
+        return reason;
+    }
+    if (desc.tile_n != 0 && variant.tile_n != desc.tile_n) {
+        std::snprintf(reason, size, "tile_n %d, desc->tile_n = %d", variant.tile_n, desc.tile_n);
+        return reason;
+    }
+    if (desc.cluster_m != 0 && variant.cluster_m != desc.cluster_m) {
+        std::snprintf(reason, size, "cluster_m %d, desc->cluster_m = %d", variant.cluster_m, desc.cluster_m);
+        return reason;
+    }
+    if (variant.smem_bytes > device.max_smem_optin) {
+        std::snprintf(reason, size, "needs %d B of shared memory, the device allows %d B per block",
+                      variant.smem_bytes, device.max_smem_optin);
+        return reason;
+    }
+    if (persistent_grid(device.sm_count, desc.sm_margin, variant.cluster_m) == 0) {
+        std::snprintf(reason, size, "%d SMs - margin %d leave no whole cluster of %d",
+                      device.sm_count, desc.sm_margin, variant.cluster_m);
+        return reason;
+    }
+    return nullptr;
+}
+
+void describe_score(std::string* text, const char* mark, const KernelVariant& variant,
+                    const VariantScore& score, int64_t n) {
+    appendf(text,
+            "  %-8s %.4f = width %.3f%s x columns %.4f (%lld of %lld) x tile_m %.2f x cluster "
+            "%.2f x grid %.4f (%d CTAs)  %s\n",
+            mark, score.total, score.width_efficiency, score.width_in_table ? "" : " (assumed)",
+            score.column_use, static_cast<long long>(n), static_cast<long long>(score.padded_n),
+            score.tile_m_factor, score.cluster_factor, score.grid_use, score.grid, variant.name);
+}
+
+std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& candidates,
+                          const Candidate& chosen, const std::string& excluded) {
+    const ggemm_plan_desc& desc = plan.desc;
+    const DeviceInfo& device = plan.device;
+    const KernelVariant& variant = plan.variant;
+    std::string text;
+    appendf(&text, "ggemm plan on device %d (%s, SM%d, compute capability %d.%d, %d SMs, %d B shared memory per block)\n",
+            desc.device, device.name, arch_of(device), device.cc_major, device.cc_minor,
+            device.sm_count, device.max_smem_optin);
+    appendf(&text, "problem: L = %d experts, N = %lld, K = %lld, M up to %lld in multiples of 256; %s weights; "
+            "C %s%s; D %s; bias %s\n",
+            desc.num_experts, static_cast<long long>(desc.n), static_cast<long long>(desc.k),
+            static_cast<long long>(desc.m_capacity),
+            desc.weight_mode == GGEMM_WEIGHTS_DENSE ? "dense" : "discrete (b_ptrs)",
+            dtype_name(desc.c_dtype), desc.generate_c ? " (written)" : " (not written)",
+            dtype_name(desc.d_dtype), dtype_name(desc.bias_dtype));
+    appendf(&text, "kernel: %s: tile %d x %d, block_k %d, %d stages, cluster %d along M, %d threads, %d B shared memory\n",
+            variant.name, variant.tile_m, variant.tile_n, variant.block_k, variant.stages,
+            variant.cluster_m, variant.threads, variant.smem_bytes);
+    appendf(&text, "scheduler: %s\n",
+            desc.scheduler == GGEMM_SCHEDULER_STATIC
+                ? "static (tiles dealt over the persistent grid by a fixed rule)"
+                : "dynamic (tiles claimed from a counter in the workspace, zeroed in-stream)");
+    appendf(&text, "grid: %d persistent CTAs (%d SMs - margin %d, rounded down to whole clusters of %d)\n",
+            plan.grid, device.sm_count, desc.sm_margin, variant.cluster_m);
+    appendf(&text, "workspace: %llu bytes per call in flight\n",
+            static_cast<unsigned long long>(plan.workspace_bytes));
+    appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d (0 = planner's choice)\n",
+            desc.tile_m, desc.tile_n, desc.cluster_m);
+    appendf(&text, "why: highest score of %zu candidate%s; score = width efficiency x column use x tile_m x cluster x grid use\n",
+            candidates.size(), candidates.size() == 1 ? "" : "s");
+    for (const Candidate& candidate : candidates) {
+        describe_score(&text, &candidate == &chosen ? "chosen" : "", *candidate.variant,
+                       candidate.score, desc.n);
+    }
+    text += excluded;
+    return text;
+}
+
+}  // namespace
+
+VariantList compiled_variants(int32_t arch) noexcept {
+    VariantList list;
+    if (arch == 90) list.items = sm90_variants(&list.count);
+    if (arch == 100) list.items = sm100_variants(&list.count);
+    if (list.items == nullptr) list.count = 0;
+    return list;
+}
+
+ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device, VariantList variants,
+                          ggemm_plan* plan) {
+    ggemm_status_t status = validate_plan_desc(desc, device, variants);
+    if (status != GGEMM_SUCCESS) return status;
+    const int32_t arch = arch_of(device);
+
+    std::vector<Candidate> candidates;
+    std::string excluded;
+    const Candidate* best = nullptr;
+    for (int i = 0; i < variants.count; ++i) {
+        const KernelVariant& variant = variants.items[i];
+        if (variant.arch != arch) continue;
+        char reason[160];
+        if (exclusion(variant, desc, device, reason, sizeof reason) != nullptr) {
+            appendf(&excluded, "  excluded %s: %s\n", variant.name, reason);
+            continue;
+        }
+        candidates.push_back({&variant, score_variant(variant, desc.n, device.sm_count, desc.sm_margin)});
+    }
+    for (const Candidate& candidate : candidates) {
+        if (best == nullptr || better_choice(*candidate.variant, candidate.score, *best->variant, best->score))
+            best = &candidate;
+    }
+    if (best == nullptr) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "no compiled SM%d kernel variant can serve tile_m = %d, tile_n = %d, cluster_m = "
+                    "%d (0 = any) with sm_margin = %d on device %d (%s):\n%s",
+                    arch, desc.tile_m, desc.tile_n, desc.cluster_m, desc.sm_margin, desc.device,
+                    device.name, excluded.c_str());
+    }
+    plan->desc = desc;
+    plan->device = device;
+    plan->variant = *best->variant;
+    plan->grid = best->score.grid;
+    plan->workspace_bytes = workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts);
+    plan->description = describe_plan(*plan, candidates, *best, excluded);
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t create_plan(const ggemm_plan_desc& desc, std::unique_ptr<ggemm_plan>* plan) {
+    ggemm_status_t status = validate_desc_fields(desc);
+    if (status != GGEMM_SUCCESS) return status;
+    DeviceInfo device;
+    status = query_device(desc.device, &device);
+    if (status != GGEMM_SUCCESS) return status;
+    auto built = std::make_unique<ggemm_plan>();
+    status = build_plan(desc, device, compiled_variants(arch_of(device)), built.get());
+    if (status != GGEMM_SUCCESS) return status;
+    status = resolve_tensor_map_encoder();
+    if (status != GGEMM_SUCCESS) return status;
+
+    if (built->variant.prepare != nullptr) {
+        // The shared-memory attribute belongs to the kernel on the current device: set it on
+        // the plan's device, then give the caller back their current device.
+        int previous = desc.device;
+        cudaError_t error = cudaGetDevice(&previous);
+        const bool switched = error == cudaSuccess && previous != desc.device;
+        if (switched) error = cudaSetDevice(desc.device);
+        if (error == cudaSuccess) error = built->variant.prepare();
+        if (switched) cudaSetDevice(previous);
+        if (error != cudaSuccess) {
+            cudaGetLastError();
+            return fail(GGEMM_ERROR_CUDA, "preparing kernel %s on device %d failed: %s (%s)",
+                        built->variant.name, desc.device, cudaGetErrorName(error), cudaGetErrorString(error));
+        }
+    }
+    if (log_enabled()) std::fprintf(stderr, "ggemm: created plan:\n%s", built->description.c_str());
+    *plan = std::move(built);
+    return GGEMM_SUCCESS;
+}
+
+}  // namespace ggemm

@@ -1,0 +1,45 @@
+// The plan: a validated descriptor, the device it runs on, the chosen kernel variant, the
+// persistent grid and the workspace it needs. Immutable after creation, so one plan serves
+// many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ggemm.h"
+#include "kernels/common/params.h"
+#include "src/device.h"
+
+struct ggemm_plan {
+    ggemm_plan_desc desc;          // validated, every default filled in
+    ggemm::DeviceInfo device;
+    ggemm::KernelVariant variant;  // the chosen one (a copy: names point into the kernel's TU)
+    int32_t grid = 0;              // persistent CTAs, a multiple of variant.cluster_m
+    uint64_t workspace_bytes = 0;
+    std::string description;       // ggemm_plan_describe's text
+};
+
+namespace ggemm {
+
+// A view of some kernel variants.
+struct VariantList {
+    const KernelVariant* items = nullptr;
+    int count = 0;
+};
+
+// The variants compiled into this library for `arch` (90 or 100); empty for any other.
+VariantList compiled_variants(int32_t arch) noexcept;
+
+// The pure planner: validates `desc` (already read, defaults filled) against `device` and
+// chooses among `variants` (any arch: those not matching the device are ignored). Touches no
+// GPU, so tests feed fake devices and fake variants. On success fills *plan (variant.prepare
+// is not called here).
+ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
+                          VariantList variants, ggemm_plan* plan);
+
+// The real planner: queries the device, takes the compiled variants, builds the plan and
+// prepares the kernel (its shared-memory attribute) on the plan's device.
+ggemm_status_t create_plan(const ggemm_plan_desc& desc, std::unique_ptr<ggemm_plan>* plan);
+
+}  // namespace ggemm

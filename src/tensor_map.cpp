@@ -1,0 +1,117 @@
+// Tensor-map shapes and encoding.
+#include "src/tensor_map.h"
+
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000 (a type, no libcuda symbol)
+#include <cuda_runtime_api.h>
+#include <mutex>
+
+#include "src/error.h"
+
+namespace ggemm {
+
+namespace {
+
+constexpr uint64_t kBF16Bytes = 2;
+
+struct Encoder {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    cudaError_t error = cudaSuccess;
+    cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSuccess;
+};
+
+const Encoder& encoder() noexcept {
+    static std::once_flag once;
+    static Encoder resolved;
+    std::call_once(once, [] {
+        void* function = nullptr;
+        // 12000: the ABI version of cuTensorMapEncodeTiled as introduced in CUDA 12.0.
+        resolved.error = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000,
+                                                          cudaEnableDefault, &resolved.query);
+        if (resolved.error != cudaSuccess) cudaGetLastError();
+        if (resolved.error == cudaSuccess && resolved.query == cudaDriverEntryPointSuccess)
+            resolved.encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
+    });
+    return resolved;
+}
+
+}  // namespace
+
+TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept {
+    TensorMapShape shape{};
+    shape.rank = 2;
+    shape.address = a;
+    shape.dims[0] = static_cast<uint64_t>(k);
+    shape.dims[1] = static_cast<uint64_t>(m);
+    shape.strides[0] = static_cast<uint64_t>(k) * kBF16Bytes;
+    shape.box[0] = static_cast<uint32_t>(variant.block_k);
+    shape.box[1] = static_cast<uint32_t>(variant.a_box_rows);
+    shape.element_strides[0] = shape.element_strides[1] = 1;
+    return shape;
+}
+
+TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t num_experts,
+                                 const KernelVariant& variant) noexcept {
+    TensorMapShape shape{};
+    shape.rank = 3;
+    shape.address = b;
+    shape.dims[0] = static_cast<uint64_t>(k);
+    shape.dims[1] = static_cast<uint64_t>(n);
+    shape.dims[2] = static_cast<uint64_t>(num_experts);
+    shape.strides[0] = static_cast<uint64_t>(k) * kBF16Bytes;
+    shape.strides[1] = static_cast<uint64_t>(n) * static_cast<uint64_t>(k) * kBF16Bytes;
+    shape.box[0] = static_cast<uint32_t>(variant.block_k);
+    shape.box[1] = static_cast<uint32_t>(variant.b_box_rows);
+    shape.box[2] = 1;
+    shape.element_strides[0] = shape.element_strides[1] = shape.element_strides[2] = 1;
+    return shape;
+}
+
+TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t k,
+                                    const KernelVariant& variant) noexcept {
+    TensorMapShape shape{};
+    shape.rank = 2;
+    shape.address = placeholder;
+    shape.dims[0] = static_cast<uint64_t>(k);
+    shape.dims[1] = static_cast<uint64_t>(n);
+    shape.strides[0] = static_cast<uint64_t>(k) * kBF16Bytes;
+    shape.box[0] = static_cast<uint32_t>(variant.block_k);
+    shape.box[1] = static_cast<uint32_t>(variant.b_box_rows);
+    shape.element_strides[0] = shape.element_strides[1] = 1;
+    return shape;
+}
+
+ggemm_status_t resolve_tensor_map_encoder() noexcept {
+    const Encoder& resolved = encoder();
+    if (resolved.encode != nullptr) return GGEMM_SUCCESS;
+    if (resolved.error != cudaSuccess) {
+        return fail(GGEMM_ERROR_CUDA,
+                    "cannot resolve cuTensorMapEncodeTiled: cudaGetDriverEntryPointByVersion failed: %s (%s)",
+                    cudaGetErrorName(resolved.error), cudaGetErrorString(resolved.error));
+    }
+    return fail(GGEMM_ERROR_CUDA,
+                "cannot resolve cuTensorMapEncodeTiled: the driver reports query result %d "
+                "(1: symbol not found, 2: driver too old for CUDA 12.0 entry points)",
+                static_cast<int>(resolved.query));
+}
+
+ggemm_status_t encode_tensor_map(const TensorMapShape& shape, const char* what, CUtensorMap* map) noexcept {
+    const Encoder& resolved = encoder();
+    if (resolved.encode == nullptr) return resolve_tensor_map_encoder();
+    const CUresult result = resolved.encode(
+        map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, shape.rank, const_cast<void*>(shape.address),
+        shape.dims, shape.strides, shape.box, shape.element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (result != CUDA_SUCCESS) {
+        return fail(GGEMM_ERROR_CUDA,
+                    "cuTensorMapEncodeTiled failed for the %s map with CUresult %d (rank %u, dims "
+                    "{%llu, %llu, %llu}, box {%u, %u, %u}, address %p)",
+                    what, static_cast<int>(result), shape.rank,
+                    static_cast<unsigned long long>(shape.dims[0]),
+                    static_cast<unsigned long long>(shape.dims[1]),
+                    static_cast<unsigned long long>(shape.dims[2]), shape.box[0], shape.box[1],
+                    shape.box[2], shape.address);
+    }
+    return GGEMM_SUCCESS;
+}
+
+}  // namespace ggemm

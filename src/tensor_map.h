@@ -1,0 +1,42 @@
+// TMA tensor maps of A and B. The shapes are pure data (testable on the CPU); encoding goes
+// through cuTensorMapEncodeTiled, resolved once at run time from the driver: the library
+// never links libcuda.
+#pragma once
+
+#include <cstdint>
+
+#include "ggemm.h"
+#include "kernels/common/params.h"
+
+namespace ggemm {
+
+// Everything cuTensorMapEncodeTiled takes besides the fixed choices (bf16, no interleave,
+// 128-byte swizzle, 256-byte L2 promotion, zero fill out of bounds).
+struct TensorMapShape {
+    uint32_t rank;
+    const void* address;
+    uint64_t dims[3];          // innermost first
+    uint64_t strides[2];       // bytes, for dims 1.. (dim 0 is contiguous)
+    uint32_t box[3];
+    uint32_t element_strides[3];
+};
+
+// A: M x K row-major; dims {K, M}, box {block_k, a_box_rows}.
+TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept;
+
+// Dense B: L x N x K; dims {K, N, L}, box {block_k, b_box_rows, 1}.
+TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t num_experts,
+                                 const KernelVariant& variant) noexcept;
+
+// Discrete B template: one N x K expert; the kernel replaces the address per expert, so any
+// 16-byte-aligned device address serves as the placeholder.
+TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t k,
+                                    const KernelVariant& variant) noexcept;
+
+// Resolves cuTensorMapEncodeTiled (once per process). GGEMM_ERROR_CUDA if the driver lacks it.
+ggemm_status_t resolve_tensor_map_encoder() noexcept;
+
+// Encodes `shape` into *map. GGEMM_ERROR_CUDA naming `what` and the CUresult on failure.
+ggemm_status_t encode_tensor_map(const TensorMapShape& shape, const char* what, CUtensorMap* map) noexcept;
+
+}  // namespace ggemm

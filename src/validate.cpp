@@ -1,0 +1,344 @@
+// Descriptor and argument refusals. Each names the argument, the value and the rule.
+#include "src/validate.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "kernels/common/workspace.h"
+#include "src/error.h"
+
+namespace ggemm {
+
+const char* dtype_name(int32_t dtype) noexcept {
+    switch (dtype) {
+        case GGEMM_DTYPE_NONE: return "NONE";
+        case GGEMM_DTYPE_BF16: return "BF16";
+        case GGEMM_DTYPE_FP16: return "FP16";
+        case GGEMM_DTYPE_FP32: return "FP32";
+        default: return "unknown";
+    }
+}
+
+namespace {
+
+using ll = long long;
+
+bool is_output_dtype(int32_t dtype) {
+    return dtype == GGEMM_DTYPE_BF16 || dtype == GGEMM_DTYPE_FP16 || dtype == GGEMM_DTYPE_FP32;
+}
+
+// N and K share one rule: at least one 16-byte row of bf16, whole 16-byte rows, int32 extents.
+ggemm_status_t check_extent(const char* name, int64_t value) {
+    if (value < 8) return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be >= 8, got %lld", name, (ll)value);
+    if (value % 8 != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE,
+                    "desc->%s must be a multiple of 8 (16-byte rows of bf16), got %lld", name, (ll)value);
+    }
+    if (value > INT32_MAX) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be <= %d, got %lld", name, INT32_MAX, (ll)value);
+    }
+    return GGEMM_SUCCESS;
+}
+
+// The distinct values of one variant field among the variants of `arch`, ascending.
+struct ValueSet {
+    int32_t values[32];
+    int count = 0;
+
+    bool contains(int32_t value) const {
+        for (int i = 0; i < count; ++i)
+            if (values[i] == value) return true;
+        return false;
+    }
+    void add(int32_t value) {
+        if (contains(value) || count == 32) return;
+        int at = count++;
+        for (; at > 0 && values[at - 1] > value; --at) values[at] = values[at - 1];
+        values[at] = value;
+    }
+    // "128, 256"
+    void format(char* buffer, std::size_t size) const {
+        std::size_t used = 0;
+        buffer[0] = '\0';
+        for (int i = 0; i < count && used < size; ++i) {
+            const int written = std::snprintf(buffer + used, size - used, i ? ", %d" : "%d", values[i]);
+            if (written < 0) break;
+            used += static_cast<std::size_t>(written);
+        }
+    }
+};
+
+ValueSet variant_values(VariantList variants, int32_t arch, int32_t KernelVariant::*field) {
+    ValueSet set;
+    for (int i = 0; i < variants.count; ++i)
+        if (variants.items[i].arch == arch) set.add(variants.items[i].*field);
+    return set;
+}
+
+ggemm_status_t check_override(const char* name, int32_t value, VariantList variants, int32_t arch,
+                              int32_t KernelVariant::*field) {
+    if (value == 0) return GGEMM_SUCCESS;
+    const ValueSet supported = variant_values(variants, arch, field);
+    if (supported.contains(value)) return GGEMM_SUCCESS;
+    char list[256];
+    supported.format(list, sizeof list);
+    return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                "desc->%s = %d is not supported on SM%d: use 0 (let the planner choose) or one "
+                "of the compiled values %s",
+                name, value, arch, list);
+}
+
+struct PointerRule {
+    const char* name;
+    const void* pointer;
+    uint64_t alignment;
+};
+
+}  // namespace
+
+ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
+    if (desc.reserved0 != 0) {
+        return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved0 must be 0, got %d", desc.reserved0);
+    }
+    if (desc.num_experts < 1 || desc.num_experts > kMaxExperts) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->num_experts (L) must be in 1..%d, got %d",
+                    kMaxExperts, desc.num_experts);
+    }
+    if (desc.m_capacity < kRowAlignment) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be >= %lld, got %lld",
+                    (ll)kRowAlignment, (ll)desc.m_capacity);
+    }
+    if (desc.m_capacity % kRowAlignment != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be a multiple of %lld, got %lld",
+                    (ll)kRowAlignment, (ll)desc.m_capacity);
+    }
+    if (desc.m_capacity > kMaxMCapacity) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE,
+                    "desc->m_capacity must be <= %lld (row offsets are int32), got %lld",
+                    (ll)kMaxMCapacity, (ll)desc.m_capacity);
+    }
+    ggemm_status_t status = check_extent("n", desc.n);
+    if (status != GGEMM_SUCCESS) return status;
+    status = check_extent("k", desc.k);
+    if (status != GGEMM_SUCCESS) return status;
+    if (desc.weight_mode != GGEMM_WEIGHTS_DENSE && desc.weight_mode != GGEMM_WEIGHTS_DISCRETE) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->weight_mode must be GGEMM_WEIGHTS_DENSE (0) or GGEMM_WEIGHTS_DISCRETE (1), got %d",
+                    desc.weight_mode);
+    }
+    // Dense B steps from expert to expert by N*K elements, a TMA global stride.
+    if (desc.weight_mode == GGEMM_WEIGHTS_DENSE && desc.n * desc.k * 2 >= kMaxTmaStrideBytes) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE,
+                    "desc->n * desc->k * 2 bytes (one expert of dense B) must be below 2^40 (the "
+                    "TMA stride limit), got %lld x %lld; use discrete weights",
+                    (ll)desc.n, (ll)desc.k);
+    }
+    if (desc.scheduler != GGEMM_SCHEDULER_STATIC && desc.scheduler != GGEMM_SCHEDULER_DYNAMIC) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->scheduler must be GGEMM_SCHEDULER_STATIC (0) or GGEMM_SCHEDULER_DYNAMIC (1), got %d",
+                    desc.scheduler);
+    }
+    if (desc.generate_c != 0 && desc.generate_c != 1) {
+        return fail(GGEMM_ERROR_INVALID_VALUE, "desc->generate_c must be 0 or 1, got %d", desc.generate_c);
+    }
+    if (!is_output_dtype(desc.c_dtype)) {
+        return fail(GGEMM_ERROR_INVALID_DTYPE,
+                    "desc->c_dtype must be GGEMM_DTYPE_BF16 (1), GGEMM_DTYPE_FP16 (2) or GGEMM_DTYPE_FP32 (3), got %d",
+                    desc.c_dtype);
+    }
+    if (!is_output_dtype(desc.d_dtype)) {
+        return fail(GGEMM_ERROR_INVALID_DTYPE,
+                    "desc->d_dtype must be GGEMM_DTYPE_BF16 (1), GGEMM_DTYPE_FP16 (2) or GGEMM_DTYPE_FP32 (3), got %d",
+                    desc.d_dtype);
+    }
+    if (desc.bias_dtype != GGEMM_DTYPE_NONE && !is_output_dtype(desc.bias_dtype)) {
+        return fail(GGEMM_ERROR_INVALID_DTYPE,
+                    "desc->bias_dtype must be GGEMM_DTYPE_NONE (0), BF16 (1), FP16 (2) or FP32 (3), got %d",
+                    desc.bias_dtype);
+    }
+    if (desc.sm_margin < 0) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG, "desc->sm_margin must be >= 0, got %d", desc.sm_margin);
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const DeviceInfo& device,
+                                        VariantList variants) noexcept {
+    if (!device.present) {
+        return fail(GGEMM_ERROR_NO_DEVICE, "no CUDA device is available: %s (desc->device = %d)",
+                    device.absence_reason, desc.device);
+    }
+    if (desc.device < 0 || desc.device >= device.count) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->device = %d is not a CUDA device ordinal: %d device%s visible (0..%d)",
+                    desc.device, device.count, device.count == 1 ? " is" : "s are", device.count - 1);
+    }
+    const int32_t arch = arch_of(device);
+    if (arch == 0) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_ARCH,
+                    "device %d (%s) has compute capability %d.%d; ggemm runs only on SM90 (compute "
+                    "capability 9.0, sm_90a) and SM100 (10.0, sm_100a)",
+                    desc.device, device.name, device.cc_major, device.cc_minor);
+    }
+    if (desc.sm_margin >= device.sm_count) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->sm_margin must be in [0, %d) (device %d has %d SMs), got %d",
+                    device.sm_count, desc.device, device.sm_count, desc.sm_margin);
+    }
+    int for_arch = 0;
+    for (int i = 0; i < variants.count; ++i) for_arch += variants.items[i].arch == arch;
+    if (for_arch == 0) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "no compiled kernel variant for SM%d (device %d, %s) in this build of ggemm",
+                    arch, desc.device, device.name);
+    }
+    ggemm_status_t status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
+    if (status != GGEMM_SUCCESS) return status;
+    status = check_override("tile_n", desc.tile_n, variants, arch, &KernelVariant::tile_n);
+    if (status != GGEMM_SUCCESS) return status;
+    return check_override("cluster_m", desc.cluster_m, variants, arch, &KernelVariant::cluster_m);
+}
+
+ggemm_status_t validate_plan_desc(const ggemm_plan_desc& desc, const DeviceInfo& device,
+                                  VariantList variants) noexcept {
+    const ggemm_status_t status = validate_desc_fields(desc);
+    if (status != GGEMM_SUCCESS) return status;
+    return validate_desc_for_device(desc, device, variants);
+}
+
+ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int64_t m_capacity,
+                             int32_t current_device, const PointerOracle& oracle) noexcept {
+    const ggemm_plan_desc& desc = plan.desc;
+    if (args.reserved0 != 0) {
+        return fail(GGEMM_ERROR_INVALID_VALUE, "args->reserved0 must be 0, got %u", args.reserved0);
+    }
+    // --- M --------------------------------------------------------------------------------
+    if (args.m < 0) return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be >= 0, got %lld", (ll)args.m);
+    if (args.m % kRowAlignment != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be a multiple of %lld, got %lld",
+                    (ll)kRowAlignment, (ll)args.m);
+    }
+    if (args.m > m_capacity) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m = %lld is larger than m_capacity = %lld",
+                    (ll)args.m, (ll)m_capacity);
+    }
+    // --- required pointers ----------------------------------------------------------------
+    const PointerRule required[] = {
+        {"a", args.a, 0}, {"padded_offsets", args.padded_offsets, 0},
+        {"alpha", args.alpha, 0}, {"prob", args.prob, 0}, {"d", args.d, 0},
+    };
+    for (const PointerRule& rule : required) {
+        if (rule.pointer == nullptr) {
+            return fail(GGEMM_ERROR_NULL_ARGUMENT, "args->%s is NULL; it is required", rule.name);
+        }
+    }
+    if (desc.generate_c && args.c == nullptr) {
+        return fail(GGEMM_ERROR_NULL_ARGUMENT,
+                    "args->c is NULL but the plan has generate_c = 1 (C is written)");
+    }
+    // --- bias -----------------------------------------------------------------------------
+    const bool plan_has_bias = desc.bias_dtype != GGEMM_DTYPE_NONE;
+    if (plan_has_bias && args.bias == nullptr) {
+        return fail(GGEMM_ERROR_BIAS_MISMATCH,
+                    "args->bias is NULL but the plan has bias_dtype = %s: pass the L x N bias",
+                    dtype_name(desc.bias_dtype));
+    }
+    if (!plan_has_bias && args.bias != nullptr) {
+        return fail(GGEMM_ERROR_BIAS_MISMATCH,
+                    "args->bias is set but the plan has bias_dtype = NONE: create the plan with "
+                    "a bias dtype, or pass bias = NULL");
+    }
+    // --- weights --------------------------------------------------------------------------
+    const bool dense = desc.weight_mode == GGEMM_WEIGHTS_DENSE;
+    const char* mode = dense ? "dense weights (GGEMM_WEIGHTS_DENSE): set args->b"
+                             : "discrete weights (GGEMM_WEIGHTS_DISCRETE): set args->b_ptrs";
+    if (args.b != nullptr && args.b_ptrs != nullptr) {
+        return fail(GGEMM_ERROR_WEIGHT_SOURCE,
+                    "both args->b and args->b_ptrs are set; give exactly one: the plan uses %s", mode);
+    }
+    if (args.b == nullptr && args.b_ptrs == nullptr) {
+        return fail(GGEMM_ERROR_WEIGHT_SOURCE, "neither args->b nor args->b_ptrs is set: the plan uses %s", mode);
+    }
+    if (dense && args.b == nullptr) {
+        return fail(GGEMM_ERROR_WEIGHT_SOURCE,
+                    "args->b_ptrs is set but the plan uses %s and leave b_ptrs NULL", mode);
+    }
+    if (!dense && args.b_ptrs == nullptr) {
+        return fail(GGEMM_ERROR_WEIGHT_SOURCE,
+                    "args->b is set but the plan uses %s and leave b NULL", mode);
+    }
+    // --- alignment ------------------------------------------------------------------------
+    // C is ignored (and may be anything) when the plan does not write it.
+    const void* c = desc.generate_c ? args.c : nullptr;
+    const PointerRule pointers[] = {
+        {"a", args.a, kDataAlignment},
+        {"b", args.b, kDataAlignment},
+        {"b_ptrs", args.b_ptrs, kPointerArrayAlignment},
+        {"padded_offsets", args.padded_offsets, kDataAlignment},
+        {"alpha", args.alpha, kDataAlignment},
+        {"prob", args.prob, kDataAlignment},
+        {"bias", args.bias, kDataAlignment},
+        {"c", c, kDataAlignment},
+        {"d", args.d, kDataAlignment},
+        {"device_status", args.device_status, kDeviceStatusAlignment},
+    };
+    for (const PointerRule& rule : pointers) {
+        if (rule.pointer != nullptr && reinterpret_cast<uintptr_t>(rule.pointer) % rule.alignment != 0) {
+            return fail(GGEMM_ERROR_MISALIGNED, "args->%s = %p is not %llu-byte aligned", rule.name,
+                        rule.pointer, (unsigned long long)rule.alignment);
+        }
+    }
+    // --- workspace ------------------------------------------------------------------------
+    const bool needs_workspace = plan.workspace_bytes > 0;
+    if (needs_workspace) {
+        if (args.workspace == nullptr) {
+            return fail(GGEMM_ERROR_WORKSPACE,
+                        "args->workspace is NULL but the plan needs %llu bytes (ggemm_plan_workspace_size)",
+                        (unsigned long long)plan.workspace_bytes);
+        }
+        // The per-expert tensor maps of discrete mode need 64 B; the tile counter gets its own
+        // 128-byte line. cudaMalloc returns 256-byte aligned memory.
+        if (reinterpret_cast<uintptr_t>(args.workspace) % kWorkspaceAlignment != 0) {
+            return fail(GGEMM_ERROR_WORKSPACE, "args->workspace = %p is not %llu-byte aligned",
+                        args.workspace, (unsigned long long)kWorkspaceAlignment);
+        }
+        if (args.workspace_size < plan.workspace_bytes) {
+            return fail(GGEMM_ERROR_WORKSPACE,
+                        "args->workspace_size = %llu is smaller than the %llu bytes the plan needs",
+                        (unsigned long long)args.workspace_size,
+                        (unsigned long long)plan.workspace_bytes);
+        }
+    }
+    // --- device ---------------------------------------------------------------------------
+    if (current_device != desc.device) {
+        return fail(GGEMM_ERROR_WRONG_DEVICE,
+                    "the current CUDA device is %d but the plan runs on device %d: call "
+                    "cudaSetDevice(%d) before executing",
+                    current_device, desc.device, desc.device);
+    }
+    // --- residency: the only questions that cost a runtime call each ------------------------
+    for (const PointerRule& rule : pointers) {
+        if (rule.pointer == nullptr) continue;
+        const PointerFacts facts = oracle.query(rule.pointer);
+        if (!is_memory_of_device(facts, desc.device)) {
+            char what[160];
+            describe_memory(facts, what, sizeof what);
+            return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
+                        "args->%s = %p is %s; it must be device memory of the plan's device %d (or managed memory)",
+                        rule.name, rule.pointer, what, desc.device);
+        }
+    }
+    if (needs_workspace) {
+        const PointerFacts facts = oracle.query(args.workspace);
+        if (!is_memory_of_device(facts, desc.device)) {
+            char what[160];
+            describe_memory(facts, what, sizeof what);
+            return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
+                        "args->workspace = %p is %s; it must be device memory of the plan's device %d (or managed memory)",
+                        args.workspace, what, desc.device);
+        }
+    }
+    return GGEMM_SUCCESS;
+}
+
+}  // namespace ggemm

@@ -1,0 +1,46 @@
+// The contract's refusals as pure functions: no CUDA call, no allocation on success. Device
+// facts come in as a DeviceInfo, pointer facts from a PointerOracle, the current device as a
+// number, so every refusal is testable without a GPU.
+#pragma once
+
+#include <cstdint>
+
+#include "ggemm.h"
+#include "src/device.h"
+#include "src/plan.h"
+#include "src/pointer_oracle.h"
+
+namespace ggemm {
+
+constexpr int32_t kMaxExperts = 1024;
+constexpr int64_t kRowAlignment = 256;               // M and every offset
+constexpr int64_t kMaxMCapacity = 2147483392;        // the largest multiple of 256 below 2^31: offsets are int32
+constexpr uint64_t kDataAlignment = 16;              // TMA global addresses, vector stores
+constexpr uint64_t kPointerArrayAlignment = 8;       // b_ptrs: an array of 64-bit pointers
+constexpr uint64_t kDeviceStatusAlignment = 4;
+// One expert's weights must be addressable by a TMA stride (global strides < 2^40 bytes).
+constexpr int64_t kMaxTmaStrideBytes = int64_t{1} << 40;
+
+// Rules that need no device: shapes, dtypes, enumerations, reserved fields.
+ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept;
+
+// Rules about the device: present, ordinal in range, a supported arch, sm_margin in range,
+// and tile/cluster overrides that some compiled variant for the device's arch supports.
+ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const DeviceInfo& device,
+                                        VariantList variants) noexcept;
+
+// Both of the above, in that order.
+ggemm_status_t validate_plan_desc(const ggemm_plan_desc& desc, const DeviceInfo& device,
+                                  VariantList variants) noexcept;
+
+// The per-call refusals of execute, checked before anything is enqueued. `args` has been
+// read (struct size checked, defaults filled); m is checked against `m_capacity` (the plan's,
+// or the one-shot call's descriptor's); `current_device` is what cudaGetDevice says. Pointer
+// residency is asked of `oracle` last, after every cheap rule has passed.
+ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int64_t m_capacity,
+                             int32_t current_device, const PointerOracle& oracle) noexcept;
+
+// "BF16", "FP16", "FP32", "NONE" or "unknown".
+const char* dtype_name(int32_t dtype) noexcept;
+
+}  // namespace ggemm

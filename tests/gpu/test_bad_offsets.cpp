@@ -1,0 +1,68 @@
+// Offsets that are negative, misaligned, decreasing or past M: never an out-of-bounds access (run
+// these under compute-sanitizer), rows outside [0, M) untouched, the offending experts skipped
+// (their rows untouched), every other expert still correct, and the status word names the rule.
+#include <doctest/doctest.h>
+
+#include <climits>
+
+#include "runner.h"
+
+using namespace ggemm_test;
+
+namespace {
+
+struct BadOffsets {
+    const char* name;
+    std::vector<int32_t> offsets;
+    int64_t m;
+    uint32_t required;  // the bit this case is about
+};
+
+}  // namespace
+
+TEST_CASE("sanitizer: bad offsets are skipped and reported in the device status word") {
+    const BadOffsets cases[] = {
+        {"negative", {256, -256, 512, 768}, 1024, GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE},
+        {"misaligned", {256, 512, 700, 1024, 1280}, 1280, GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED},
+        {"decreasing", {256, 768, 512, 1024, 1280}, 1280, GGEMM_DEVICE_STATUS_OFFSET_DECREASING},
+        {"past M", {256, 512, 1280}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
+        {"past M, last expert", {256, 768, 1024, 2048}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
+        // Values whose products with K or N overflow 32 bits.
+        {"extreme", {256, 2147483392, INT32_MIN, 512}, 1024,
+         GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE},
+        {"misaligned max", {256, INT32_MAX, INT32_MAX}, 768,
+         GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED},
+    };
+    for (const BadOffsets& bad : cases) {
+        for (int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+            CaseConfig config;
+            config.label = bad.name;
+            config.num_experts = static_cast<int32_t>(bad.offsets.size());
+            config.layout = RowLayout::kExplicit;
+            config.offsets = bad.offsets;
+            config.fixed_m = bad.m;
+            config.n = 264;
+            config.k = 72;
+            config.c_dtype = GGEMM_DTYPE_FP16;
+            config.d_dtype = GGEMM_DTYPE_BF16;
+            config.bias_dtype = GGEMM_DTYPE_BF16;
+            config.generate_c = true;
+            config.scheduler = scheduler;
+            config.seed = mix_seed(6000, static_cast<uint64_t>(scheduler));
+            const HostCase host_case = make_case(config);
+            const Problem problem = host_case.problem();
+            const uint32_t allowed = offset_violations(host_case.offsets.data(), config.num_experts, host_case.m);
+            REQUIRE((allowed & bad.required) == bad.required);  // the table itself is right
+            const Result reference = reference_for(host_case, problem);
+            REQUIRE_FALSE(reference.rows.empty());  // some expert before the bad one is still checked
+
+            Stream stream;
+            CaseBuffers buffers(host_case, true, false);
+            const std::string what = describe(config) + " M=" + std::to_string(host_case.m);
+            const DeviceOutputs outputs = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
+            std::string summary;
+            verify_run(what, host_case, problem, reference, outputs, bad.required, allowed, &summary);
+            MESSAGE(what << ": " << reference.rows.size() << " rows of valid experts checked; " << summary);
+        }
+    }
+}

@@ -1,0 +1,267 @@
+// The execute path: kernel arguments (CPU), and on a GPU the real path with a fake kernel
+// variant that records its launch: in-stream clears, refusals that enqueue nothing, launch
+// errors, and the host cost of a call.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime_api.h>
+#include <vector>
+
+#include "kernels/common/workspace.h"
+#include "src/execute.h"
+#include "src/pointer_oracle.h"
+#include "src/tensor_map.h"
+#include "test_fakes.h"
+
+using namespace ggemm_fakes;
+
+namespace {
+
+int g_launches = 0;
+ggemm::LaunchParams g_last;
+
+cudaError_t recording_launch(const ggemm::LaunchParams& params, cudaStream_t) {
+    ++g_launches;
+    g_last = params;
+    return cudaSuccess;
+}
+
+cudaError_t failing_launch(const ggemm::LaunchParams&, cudaStream_t) { return cudaErrorInvalidConfiguration; }
+
+}  // namespace
+
+TEST_CASE("kernel arguments from validated call arguments") {
+    auto variants = width_variants();
+    ggemm_plan_desc desc = valid_desc();
+    desc.weight_mode = GGEMM_WEIGHTS_DISCRETE;
+    desc.generate_c = 0;
+    desc.bias_dtype = GGEMM_DTYPE_FP32;
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    ggemm_args args = valid_args(2048);
+    args.b = nullptr;
+    args.b_ptrs = at<const uint64_t>(kDevice0 + 0x1000);
+    args.c = at(kDevice0 + 0x2000);  // ignored: the plan does not write C
+    args.bias = at(kDevice0 + 0x3000);
+    const ggemm::KernelArgs kernel = ggemm::make_kernel_args(plan, args);
+    CHECK(kernel.padded_offsets == args.padded_offsets);
+    CHECK(kernel.alpha == args.alpha);
+    CHECK(kernel.prob == args.prob);
+    CHECK(kernel.bias == args.bias);
+    CHECK(kernel.c == nullptr);
+    CHECK(kernel.d == args.d);
+    CHECK(kernel.b_ptrs == args.b_ptrs);
+    CHECK(reinterpret_cast<uintptr_t>(kernel.b_maps) ==
+          reinterpret_cast<uintptr_t>(args.workspace) + ggemm::workspace_maps_offset());
+    CHECK(kernel.tile_counter == args.workspace);
+    CHECK(kernel.device_status == args.device_status);
+    CHECK(kernel.m == 2048);
+    CHECK(kernel.n == 4096);
+    CHECK(kernel.k == 2048);
+    CHECK(kernel.num_experts == 8);
+    CHECK(kernel.bias_dtype == GGEMM_DTYPE_FP32);
+    CHECK(kernel.weight_mode == GGEMM_WEIGHTS_DISCRETE);
+
+    desc = valid_desc();
+    desc.generate_c = 1;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    args = valid_args();
+    args.c = at(kDevice0 + 0x2000);
+    const ggemm::KernelArgs dense = ggemm::make_kernel_args(plan, args);
+    CHECK(dense.c == args.c);
+    CHECK(dense.b_ptrs == nullptr);
+    CHECK(dense.b_maps == nullptr);
+    CHECK(dense.tile_counter == nullptr);  // static scheduler, dense: no workspace
+    CHECK(dense.generate_c == 1);
+}
+
+TEST_CASE("the real pointer oracle leaves no runtime error behind") {
+    std::vector<char> host(64);
+    const ggemm::PointerFacts facts = ggemm::cuda_pointer_oracle().query(host.data());
+    // Without a GPU the runtime cannot answer; with one, ordinary memory is unknown to it.
+    CHECK((facts.kind == ggemm::PointerFacts::kPageableHost || facts.kind == ggemm::PointerFacts::kUnknown));
+    CHECK_FALSE(ggemm::is_memory_of_device(facts, 0));
+    if (facts.kind == ggemm::PointerFacts::kUnknown) CHECK(std::strlen(facts.runtime_error) > 0);
+    if (runtime_works()) CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("the real pointer oracle on a GPU") {
+    ggemm::DeviceInfo device;
+    if (!usable_gpu(&device, "the real pointer oracle")) return;
+    void* on_device = nullptr;
+    void* pinned = nullptr;
+    void* managed = nullptr;
+    REQUIRE(cudaMalloc(&on_device, 4096) == cudaSuccess);
+    REQUIRE(cudaMallocHost(&pinned, 4096) == cudaSuccess);
+    REQUIRE(cudaMallocManaged(&managed, 4096) == cudaSuccess);
+    std::vector<char> pageable(4096);
+    const ggemm::CudaPointerOracle& oracle = ggemm::cuda_pointer_oracle();
+    CHECK(oracle.query(on_device).kind == ggemm::PointerFacts::kDevice);
+    CHECK(oracle.query(on_device).device == 0);
+    CHECK(oracle.query(static_cast<char*>(on_device) + 100).kind == ggemm::PointerFacts::kDevice);
+    CHECK(oracle.query(pinned).kind == ggemm::PointerFacts::kPinnedHost);
+    CHECK(oracle.query(managed).kind == ggemm::PointerFacts::kManaged);
+    CHECK(oracle.query(pageable.data()).kind == ggemm::PointerFacts::kPageableHost);
+    CHECK(cudaGetLastError() == cudaSuccess);
+    cudaFree(on_device);
+    cudaFreeHost(pinned);
+    cudaFree(managed);
+}
+
+TEST_CASE("execute on a GPU with a recording fake kernel") {
+    ggemm::DeviceInfo device;
+    if (!usable_gpu(&device, "execute with a fake kernel")) return;
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    std::vector<ggemm::KernelVariant> variants = {variant("fake_recording", ggemm::arch_of(device), 128, 128, 1)};
+    variants[0].launch = &recording_launch;
+
+    const int64_t m = 512, n = 256, k = 128;
+    const int32_t experts = 4;
+    ggemm_plan_desc desc = valid_desc();
+    desc.m_capacity = 1024;
+    desc.n = n;
+    desc.k = k;
+    desc.num_experts = experts;
+    desc.scheduler = GGEMM_SCHEDULER_DYNAMIC;
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, device, list_of(variants), &plan) == GGEMM_SUCCESS);
+    REQUIRE(ggemm::resolve_tensor_map_encoder() == GGEMM_SUCCESS);
+
+    void *a, *b, *offsets, *alpha, *prob, *d, *workspace, *status, *b_ptrs;
+    REQUIRE(cudaMalloc(&a, m * k * 2) == cudaSuccess);
+    REQUIRE(cudaMalloc(&b, experts * n * k * 2) == cudaSuccess);
+    REQUIRE(cudaMalloc(&offsets, 256) == cudaSuccess);
+    REQUIRE(cudaMalloc(&alpha, 256) == cudaSuccess);
+    REQUIRE(cudaMalloc(&prob, m * 4) == cudaSuccess);
+    REQUIRE(cudaMalloc(&d, m * n * 2) == cudaSuccess);
+    REQUIRE(cudaMalloc(&workspace, 4096) == cudaSuccess);
+    REQUIRE(cudaMalloc(&status, 256) == cudaSuccess);
+    REQUIRE(cudaMalloc(&b_ptrs, 256) == cudaSuccess);
+    cudaStream_t stream;
+    REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+
+    ggemm_args args;
+    ggemm::init_args(&args, sizeof args);
+    args.m = m;
+    args.a = a;
+    args.b = b;
+    args.padded_offsets = static_cast<const int32_t*>(offsets);
+    args.alpha = static_cast<const float*>(alpha);
+    args.prob = static_cast<const float*>(prob);
+    args.d = d;
+    args.workspace = workspace;
+    args.workspace_size = 4096;
+    args.device_status = static_cast<uint32_t*>(status);
+
+    auto poison = [&] {
+        REQUIRE(cudaMemset(status, 0xff, 4) == cudaSuccess);
+        REQUIRE(cudaMemset(workspace, 0xff, 4096) == cudaSuccess);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    };
+    auto read_status = [&] {
+        uint32_t word = 0;
+        REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+        REQUIRE(cudaMemcpy(&word, status, 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        return word;
+    };
+    auto counter_is_zero = [&] {
+        unsigned char bytes[ggemm::kWorkspaceCounterBytes];
+        REQUIRE(cudaMemcpy(bytes, workspace, sizeof bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+        for (unsigned char byte : bytes)
+            if (byte != 0) return false;
+        return true;
+    };
+
+    SUBCASE("a valid call clears the status word and the tile counter, then launches once") {
+        poison();
+        g_launches = 0;
+        CHECK(ggemm::execute_plan(plan, &args, desc.m_capacity, stream) == GGEMM_SUCCESS);
+        CHECK(g_launches == 1);
+        CHECK(g_last.grid == plan.grid);
+        CHECK(g_last.grid == device.sm_count);
+        CHECK(g_last.args.m == m);
+        CHECK(g_last.args.n == n);
+        CHECK(g_last.args.k == k);
+        CHECK(g_last.args.tile_counter == workspace);
+        CHECK(g_last.args.b_maps == nullptr);
+        CHECK(g_last.args.device_status == status);
+        CHECK(read_status() == 0);
+        CHECK(counter_is_zero());
+    }
+    SUBCASE("M = 0 clears the status word and launches nothing") {
+        poison();
+        g_launches = 0;
+        args.m = 0;
+        CHECK(ggemm::execute_plan(plan, &args, desc.m_capacity, stream) == GGEMM_SUCCESS);
+        CHECK(g_launches == 0);
+        CHECK(read_status() == 0);
+        CHECK_FALSE(counter_is_zero());
+    }
+    SUBCASE("a refused call enqueues nothing") {
+        poison();
+        g_launches = 0;
+        std::vector<char> host(m * k * 2);
+        args.a = host.data();
+        CHECK(ggemm::execute_plan(plan, &args, desc.m_capacity, stream) == GGEMM_ERROR_NOT_DEVICE_MEMORY);
+        CHECK(message_contains("args->a = "));
+        CHECK(message_contains("host memory unknown to CUDA"));
+        CHECK(g_launches == 0);
+        CHECK(read_status() == 0xffffffffu);
+        CHECK_FALSE(counter_is_zero());
+        CHECK(cudaGetLastError() == cudaSuccess);
+    }
+    SUBCASE("the public entry point runs the same path") {
+        g_launches = 0;
+        CHECK(ggemm_execute(&plan, &args, stream) == GGEMM_SUCCESS);
+        CHECK(g_launches == 1);
+        ggemm_args too_big = args;
+        too_big.m = 2048;
+        CHECK(ggemm_execute(&plan, &too_big, stream) == GGEMM_ERROR_INVALID_SHAPE);
+        CHECK(message_contains("args->m = 2048 is larger than m_capacity = 1024"));
+    }
+    SUBCASE("discrete weights: per-expert maps live in the workspace after the counter") {
+        ggemm_plan_desc discrete_desc = desc;
+        discrete_desc.weight_mode = GGEMM_WEIGHTS_DISCRETE;
+        discrete_desc.scheduler = GGEMM_SCHEDULER_STATIC;
+        ggemm_plan discrete;
+        REQUIRE(ggemm::build_plan(discrete_desc, device, list_of(variants), &discrete) == GGEMM_SUCCESS);
+        poison();
+        g_launches = 0;
+        args.b = nullptr;
+        args.b_ptrs = static_cast<const uint64_t*>(b_ptrs);
+        CHECK(ggemm::execute_plan(discrete, &args, discrete_desc.m_capacity, stream) == GGEMM_SUCCESS);
+        CHECK(g_launches == 1);
+        CHECK(g_last.args.b_ptrs == b_ptrs);
+        CHECK(reinterpret_cast<char*>(g_last.args.b_maps) == static_cast<char*>(workspace) + 128);
+        CHECK(read_status() == 0);
+        CHECK(counter_is_zero());  // discrete mode resets the counter too
+    }
+    SUBCASE("a failing launch is GGEMM_ERROR_CUDA naming the kernel") {
+        std::vector<ggemm::KernelVariant> failing = {variants[0]};
+        failing[0].name = "fake_failing";
+        failing[0].launch = &failing_launch;
+        ggemm_plan bad;
+        REQUIRE(ggemm::build_plan(desc, device, list_of(failing), &bad) == GGEMM_SUCCESS);
+        CHECK(ggemm::execute_plan(bad, &args, desc.m_capacity, stream) == GGEMM_ERROR_CUDA);
+        CHECK(message_contains("launching kernel fake_failing"));
+        CHECK(message_contains("cudaErrorInvalidConfiguration"));
+    }
+    SUBCASE("host cost of one call") {
+        // Everything but the kernel: reading and validating the arguments (pointer queries
+        // included), two tensor-map encodes, two memsets, the launch call.
+        const int calls = 2000;
+        for (int i = 0; i < 100; ++i) ggemm::execute_plan(plan, &args, desc.m_capacity, stream);
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls; ++i) ggemm::execute_plan(plan, &args, desc.m_capacity, stream);
+        const auto stop = std::chrono::steady_clock::now();
+        const double microseconds = std::chrono::duration<double, std::micro>(stop - start).count() / calls;
+        MESSAGE("execute host cost: " << microseconds << " us per call (target < 5 us)");
+        CHECK(microseconds < 50.0);
+        CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
+    }
+
+    cudaStreamDestroy(stream);
+    for (void* pointer : {a, b, offsets, alpha, prob, d, workspace, status, b_ptrs}) cudaFree(pointer);
+}

@@ -1,0 +1,240 @@
+// The planner on fake devices and fake variants: which variant, which grid, which workspace,
+// and the description that says why.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "src/heuristics.h"
+#include "src/plan.h"
+#include "test_fakes.h"
+
+using namespace ggemm_fakes;
+
+namespace {
+
+ggemm_plan plan_for(const ggemm_plan_desc& desc, const std::vector<ggemm::KernelVariant>& variants,
+                    const ggemm::DeviceInfo& device = sm90_device()) {
+    ggemm_plan plan;
+    const ggemm_status_t status = ggemm::build_plan(desc, device, list_of(variants), &plan);
+    CHECK_MESSAGE(status == GGEMM_SUCCESS, std::string(ggemm::last_error()));
+    return plan;
+}
+
+bool describes(const ggemm_plan& plan, const char* text) {
+    return plan.description.find(text) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("the persistent grid: SMs minus the margin, in whole clusters") {
+    CHECK(ggemm::persistent_grid(132, 0, 1) == 132);
+    CHECK(ggemm::persistent_grid(132, 0, 2) == 132);
+    CHECK(ggemm::persistent_grid(132, 1, 2) == 130);
+    CHECK(ggemm::persistent_grid(132, 4, 1) == 128);
+    CHECK(ggemm::persistent_grid(132, 131, 1) == 1);
+    CHECK(ggemm::persistent_grid(132, 131, 2) == 0);
+    CHECK(ggemm::persistent_grid(132, 132, 1) == 0);
+}
+
+TEST_CASE("score: column use is N over the padded N") {
+    const ggemm::KernelVariant wide = variant("w", 90, 128, 256, 1);
+    const ggemm::VariantScore score = ggemm::score_variant(wide, 5760, 132, 0);
+    CHECK(score.padded_n == 5888);
+    CHECK(score.column_use == doctest::Approx(5760.0 / 5888.0));
+    CHECK(score.width_in_table);
+    CHECK(score.grid == 132);
+    CHECK(score.total == doctest::Approx(score.width_efficiency * score.column_use * score.tile_m_factor *
+                                         score.cluster_factor * score.grid_use));
+    // A width missing from the table is scored with the assumed efficiency, and said so.
+    const ggemm::VariantScore odd = ggemm::score_variant(variant("odd", 90, 128, 96, 1), 5760, 132, 0);
+    CHECK_FALSE(odd.width_in_table);
+    CHECK(odd.width_efficiency == ggemm::kUnknownWidthEfficiency);
+}
+
+TEST_CASE("N = 5760 prefers the tile width that wastes no columns") {
+    auto variants = width_variants();
+    ggemm_plan_desc desc = valid_desc();
+    desc.n = 5760;  // 30 x 192 exactly; 23 x 256 = 5888 (2.2% padding)
+    ggemm_plan plan = plan_for(desc, variants);
+    CHECK(std::string(plan.variant.name) == "sm90_128x192_c1");
+    CHECK(describes(plan, "5760 of 5760"));
+    CHECK(describes(plan, "5760 of 5888"));
+
+    desc.n = 4096;  // a multiple of 256: the widest tile wins
+    plan = plan_for(desc, variants);
+    CHECK(std::string(plan.variant.name) == "sm90_128x256_c1");
+
+    desc.n = 2880;  // 15 x 192; 12 x 256 = 3072 (6.7% padding)
+    plan = plan_for(desc, variants);
+    CHECK(plan.variant.tile_n == 192);
+
+    desc.n = 8;  // one narrow strip: the narrowest tile wastes least
+    plan = plan_for(desc, variants);
+    CHECK(plan.variant.tile_n == 128);
+}
+
+TEST_CASE("the choice does not depend on the order of the variant list") {
+    auto variants = mixed_variants();
+    ggemm_plan_desc desc = valid_desc();
+    desc.n = 5760;
+    const std::string first = plan_for(desc, variants).variant.name;
+    std::reverse(variants.begin(), variants.end());
+    CHECK(plan_for(desc, variants).variant.name == first);
+    std::rotate(variants.begin(), variants.begin() + 2, variants.end());
+    CHECK(plan_for(desc, variants).variant.name == first);
+
+    // Equal scores: more stages first, then the name.
+    std::vector<ggemm::KernelVariant> twins = {variant("b_s3", 90, 128, 256, 1, 3),
+                                               variant("a_s4", 90, 128, 256, 1, 4),
+                                               variant("c_s4", 90, 128, 256, 1, 4)};
+    CHECK(std::string(plan_for(valid_desc(), twins).variant.name) == "a_s4");
+}
+
+TEST_CASE("overrides are honoured even against the heuristic") {
+    auto variants = mixed_variants();
+    ggemm_plan_desc desc = valid_desc();  // N = 4096: 128x256 would win on its own
+    CHECK(plan_for(desc, variants).variant.tile_n == 256);
+
+    desc.tile_n = 128;
+    ggemm_plan plan = plan_for(desc, variants);
+    CHECK(plan.variant.tile_n == 128);
+    CHECK(describes(plan, "overrides: tile_m 0, tile_n 128, cluster_m 0"));
+    CHECK(describes(plan, "excluded sm90_128x256_c1: tile_n 256, desc->tile_n = 128"));
+
+    desc.tile_n = 0;
+    desc.tile_m = 256;
+    CHECK(std::string(plan_for(desc, variants).variant.name) == "sm90_256x128_c2");
+
+    desc.tile_m = 0;
+    desc.cluster_m = 2;
+    plan = plan_for(desc, variants);
+    CHECK(plan.variant.cluster_m == 2);
+    CHECK(plan.variant.arch == 90);
+}
+
+TEST_CASE("overrides whose combination is not compiled are refused, naming the candidates") {
+    auto variants = mixed_variants();
+    ggemm_plan_desc desc = valid_desc();
+    desc.tile_m = 256;
+    desc.tile_n = 256;  // both values exist on SM90, never together
+    ggemm_plan plan;
+    CHECK(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(message_contains("no compiled SM90 kernel variant can serve tile_m = 256, tile_n = 256"));
+    CHECK(message_contains("excluded sm90_128x256_c1: tile_m 128, desc->tile_m = 256"));
+}
+
+TEST_CASE("variants needing more shared memory than the device allows are never chosen") {
+    std::vector<ggemm::KernelVariant> variants = {variant("big", 90, 128, 256, 1, 6, 240000),
+                                                  variant("fits", 90, 128, 128, 1, 4, 160000)};
+    ggemm_plan plan = plan_for(valid_desc(), variants);
+    CHECK(std::string(plan.variant.name) == "fits");
+    CHECK(describes(plan, "excluded big: needs 240000 B of shared memory, the device allows 232448 B"));
+
+    ggemm_plan_desc desc = valid_desc();
+    desc.tile_n = 256;
+    CHECK(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(message_contains("big: needs 240000 B"));
+}
+
+TEST_CASE("sm_margin shrinks the grid, rounded down to whole clusters") {
+    std::vector<ggemm::KernelVariant> one = {variant("c1", 90, 128, 256, 1)};
+    std::vector<ggemm::KernelVariant> two = {variant("c2", 90, 128, 256, 2)};
+    ggemm_plan_desc desc = valid_desc();
+    CHECK(plan_for(desc, one).grid == 132);
+    CHECK(plan_for(desc, two).grid == 132);
+    desc.sm_margin = 4;
+    CHECK(plan_for(desc, one).grid == 128);
+    desc.sm_margin = 1;
+    ggemm_plan plan = plan_for(desc, two);
+    CHECK(plan.grid == 130);
+    CHECK(describes(plan, "grid: 130 persistent CTAs (132 SMs - margin 1, rounded down to whole clusters of 2)"));
+    // A margin that leaves less than one cluster excludes the clustered variant.
+    desc.sm_margin = 131;
+    CHECK(plan_for(desc, one).grid == 1);
+    CHECK(ggemm::build_plan(desc, sm90_device(), list_of(two), &plan) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(message_contains("leave no whole cluster of 2"));
+}
+
+TEST_CASE("the grid-use factor penalizes a cluster that idles SMs") {
+    std::vector<ggemm::KernelVariant> variants = {variant("c1", 90, 128, 256, 1), variant("c2", 90, 128, 256, 2)};
+    ggemm_plan_desc desc = valid_desc();
+    CHECK(std::string(plan_for(desc, variants).variant.name) == "c2");  // cluster 2 preferred
+    // 131 SMs: a cluster of 2 idles one (130/131), still better than giving up multicast.
+    desc.sm_margin = 1;
+    const ggemm::VariantScore c2 = ggemm::score_variant(variants[1], desc.n, 132, 1);
+    CHECK(c2.grid_use == doctest::Approx(130.0 / 131.0));
+    CHECK(std::string(plan_for(desc, variants).variant.name) == "c2");
+    // 3 SMs: a cluster of 2 idles a third of the device.
+    ggemm::DeviceInfo small = sm90_device();
+    small.sm_count = 3;
+    desc.sm_margin = 0;
+    const ggemm_plan plan = plan_for(desc, variants, small);
+    CHECK(std::string(plan.variant.name) == "c1");
+    CHECK(plan.grid == 3);
+}
+
+TEST_CASE("only the device's architecture is considered") {
+    auto variants = width_variants();
+    ggemm_plan plan = plan_for(valid_desc(), variants, sm100_device());
+    CHECK(std::string(plan.variant.name) == "sm100_128x256_c1");
+    CHECK(plan.grid == 148);
+    CHECK(describes(plan, "SM100"));
+}
+
+TEST_CASE("no variants at all: a clear error") {
+    ggemm_plan plan;
+    CHECK(ggemm::build_plan(valid_desc(), sm90_device(), ggemm::VariantList{}, &plan) ==
+          GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(message_contains("no compiled kernel variant for SM90"));
+    CHECK(ggemm::compiled_variants(0).count == 0);
+    CHECK(ggemm::compiled_variants(80).count == 0);
+}
+
+TEST_CASE("malformed variants are excluded, not launched") {
+    std::vector<ggemm::KernelVariant> variants = {variant("no_launch", 90, 128, 256, 1),
+                                                  variant("ok", 90, 128, 128, 1)};
+    variants[0].launch = nullptr;
+    ggemm_plan plan = plan_for(valid_desc(), variants);
+    CHECK(std::string(plan.variant.name) == "ok");
+    CHECK(describes(plan, "excluded no_launch: malformed"));
+}
+
+TEST_CASE("workspace size follows weight mode and scheduler") {
+    auto variants = width_variants();
+    ggemm_plan_desc desc = valid_desc();
+    CHECK(plan_for(desc, variants).workspace_bytes == 0);
+    desc.scheduler = GGEMM_SCHEDULER_DYNAMIC;
+    CHECK(plan_for(desc, variants).workspace_bytes == 128);
+    desc.weight_mode = GGEMM_WEIGHTS_DISCRETE;
+    desc.num_experts = 64;
+    CHECK(plan_for(desc, variants).workspace_bytes == 128 + 64 * 128);
+    desc.scheduler = GGEMM_SCHEDULER_STATIC;
+    CHECK(plan_for(desc, variants).workspace_bytes == 128 + 64 * 128);
+}
+
+TEST_CASE("the description says what was chosen and why") {
+    auto variants = mixed_variants();
+    ggemm_plan_desc desc = valid_desc();
+    desc.n = 5760;
+    desc.scheduler = GGEMM_SCHEDULER_DYNAMIC;
+    desc.generate_c = 1;
+    desc.c_dtype = GGEMM_DTYPE_FP32;
+    const ggemm_plan plan = plan_for(desc, variants);
+    INFO(plan.description);
+    CHECK(describes(plan, "device 0 (Fake H100, SM90"));
+    CHECK(describes(plan, "132 SMs"));
+    CHECK(describes(plan, "N = 5760, K = 2048"));
+    CHECK(describes(plan, "C FP32 (written)"));
+    CHECK(describes(plan, (std::string("kernel: ") + plan.variant.name).c_str()));
+    CHECK(describes(plan, "stages"));
+    CHECK(describes(plan, "cluster"));
+    CHECK(describes(plan, "scheduler: dynamic"));
+    CHECK(describes(plan, "grid: 132 persistent CTAs"));
+    CHECK(describes(plan, "workspace: 128 bytes"));
+    CHECK(describes(plan, "4 candidates"));
+    CHECK(describes(plan, "chosen"));
+    CHECK(describes(plan, "sm90_256x128_c2"));  // a losing candidate, with its score
+    CHECK_FALSE(describes(plan, "sm100_256x256_c2"));  // another arch: not a candidate
+}

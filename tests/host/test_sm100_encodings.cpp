@@ -1,0 +1,228 @@
+// The SM100 encodings that fail silently when wrong, checked bit by bit on the host.
+//
+// Every expected value below is worked out by hand from the PTX ISA tables named in each test
+// case (PTX ISA 9.x, chapter 9.7.16), NOT computed with the function under test. CUTLASS's
+// cute/arch/mma_sm100_desc.hpp (UMMA::SmemDescriptor, UMMA::InstrDescriptor bit-fields) was used
+// as a second reading of the same tables: it agrees on every field position used here.
+//
+// No SM100 GPU was available: these tests and the SASS check are what stands between the kernel
+// and a wrong tensor-core operand (docs/SM100.md).
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "kernels/common/variants.h"
+#include "kernels/sm100/encodings.h"
+
+using namespace ggemm::sm100;
+
+TEST_CASE("sm100 smem descriptor: K-major 128B-swizzle bf16 tile (PTX ISA 9.7.16.4.1 Table 40)") {
+    // Tile at shared address 0x400 (1024: 1024-byte aligned, base offset 0 per Table 41).
+    //   bits  0-13 start  = 0x400 >> 4            = 0x40
+    //   bits 16-29 LBO    = 16 >> 4 = 1           -> 0x0000'0000'0001'0000  (9.7.16.3.1.1: K-major
+    //                                                 swizzled layouts: "not used, assumed to be 1")
+    //   bits 32-45 SBO    = 1024 >> 4 = 0x40      -> 0x0000'0040'0000'0000  (8 rows x 128 bytes)
+    //   bits 46-48 fixed 0b001                    -> 0x0000'4000'0000'0000
+    //   bits 49-51 base offset 0, bit 52 LBO mode 0 (relative), bits 53-60 fixed 0
+    //   bits 61-63 swizzle 2 (128-byte)           -> 0x4000'0000'0000'0000
+    const uint64_t expected = 0x4000'4040'0001'0040ull;
+    CHECK(kmajor_sw128_descriptor(0x400) == expected);
+    CHECK(make_smem_descriptor(0x400, 16, 1024, 0, Swizzle::k128B) == expected);
+
+    // A tile high in the 227 KB window: 0x1C400 >> 4 = 0x1C40.
+    CHECK(kmajor_sw128_descriptor(0x1C400) == 0x4000'4040'0001'1C40ull);
+
+    // Field readers agree with the table positions.
+    const uint64_t d = kmajor_sw128_descriptor(0x1C400);
+    CHECK(desc_start_address(d) == 0x1C400u);
+    CHECK(desc_leading_byte_offset(d) == 16u);
+    CHECK(desc_stride_byte_offset(d) == 1024u);
+    CHECK(desc_version(d) == 1u);
+    CHECK(desc_base_offset(d) == 0u);
+    CHECK(desc_lbo_mode(d) == 0u);
+    CHECK(desc_swizzle(d) == 2u);
+}
+
+TEST_CASE("sm100 smem descriptor: every field lands in its own bits (Table 40)") {
+    // Each field alone, so a shifted or overlapping field shows up as a wrong bit.
+    CHECK(make_smem_descriptor(0, 0, 0, 0, Swizzle::kNone) == (1ull << 46));  // only the version
+    CHECK(make_smem_descriptor(0x3FFF0, 0, 0, 0, Swizzle::kNone) == ((1ull << 46) | 0x3FFFull));
+    CHECK(make_smem_descriptor(0, 0x3FFF0, 0, 0, Swizzle::kNone) == ((1ull << 46) | (0x3FFFull << 16)));
+    CHECK(make_smem_descriptor(0, 0, 0x3FFF0, 0, Swizzle::kNone) == ((1ull << 46) | (0x3FFFull << 32)));
+    CHECK(make_smem_descriptor(0, 0, 0, 7, Swizzle::kNone) == ((1ull << 46) | (7ull << 49)));
+    CHECK(make_smem_descriptor(0, 0, 0, 5, Swizzle::kNone) == 0x000A'4000'0000'0000ull);
+    // Swizzle codes (bits 61-63): none 0, 128B/32B-atom 1, 128B 2, 64B 4, 32B 6.
+    CHECK(make_smem_descriptor(0, 0, 0, 0, Swizzle::k128BAtom32B) == 0x2000'4000'0000'0000ull);
+    CHECK(make_smem_descriptor(0, 0, 0, 0, Swizzle::k128B) == 0x4000'4000'0000'0000ull);
+    CHECK(make_smem_descriptor(0, 0, 0, 0, Swizzle::k64B) == 0x8000'4000'0000'0000ull);
+    CHECK(make_smem_descriptor(0, 0, 0, 0, Swizzle::k32B) == 0xC000'4000'0000'0000ull);
+    // matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4: bits above the 18-bit window are dropped
+    // and the low 4 bits ignored, never carried into the next field.
+    CHECK(descriptor_encode(0x40010) == 0x1u);
+    CHECK(descriptor_encode(0x3FFFF) == 0x3FFFu);
+    CHECK(descriptor_encode(0x0000F) == 0x0u);
+    CHECK(make_smem_descriptor(0x40010, 0, 0, 0, Swizzle::kNone) == ((1ull << 46) | 0x1ull));
+}
+
+TEST_CASE("sm100 smem descriptor: K steps inside a 64-wide stage advance the start by 32 bytes") {
+    // kind::f16 MMAs take K = 16 (Table 39): 16 bf16 = 32 bytes = 2 units of the start field.
+    const uint64_t base = kmajor_sw128_descriptor(0x400);
+    CHECK(advance_k_step(base, 0) == 0x4000'4040'0001'0040ull);
+    CHECK(advance_k_step(base, 1) == 0x4000'4040'0001'0042ull);
+    CHECK(advance_k_step(base, 2) == 0x4000'4040'0001'0044ull);
+    CHECK(advance_k_step(base, 3) == 0x4000'4040'0001'0046ull);
+    // Only the start field moves: LBO, SBO, version, base offset and swizzle stay.
+    for (uint32_t k = 0; k < 4; ++k) {
+        const uint64_t d = advance_k_step(kmajor_sw128_descriptor(0x37C00), k);
+        CHECK(desc_start_address(d) == 0x37C00u + 32u * k);
+        CHECK((d & ~0x3FFFull) == (kmajor_sw128_descriptor(0x37C00) & ~0x3FFFull));
+    }
+}
+
+// A model of the 128-byte swizzle as PTX ISA 9.7.16.4.1 / the TMA swizzle modes describe it: the
+// 16-byte chunk index (address bits 4-6) is XORed with the row within the 1024-byte pattern
+// (bits 7-9). TMA writes row r, chunk j of a box to tile + 128 r + 16 (j ^ (r % 8)); the MMA reads
+// row r, chunk j' of K step k from start + SBO (r / 8) + 128 (r % 8) + 16 j', swizzled. The kernel
+// is right only if both land on the same byte for every row, step and chunk.
+TEST_CASE("sm100 smem descriptor: MMA addressing matches the TMA 128B-swizzle layout (model)") {
+    auto swizzle = [](uint32_t address) { return address ^ (((address >> 7) & 7u) << 4); };
+    const uint32_t tile = 0x8400;  // 1024-byte aligned
+    for (uint32_t row = 0; row < 256; ++row) {
+        for (uint32_t k = 0; k < kBlockK / kMmaK; ++k) {
+            const uint64_t d = advance_k_step(kmajor_sw128_descriptor(tile), k);
+            for (uint32_t chunk = 0; chunk < kMmaKBytes / 16; ++chunk) {
+                const uint32_t j = 2 * k + chunk;  // 16-byte chunk of the 128-byte row
+                const uint32_t tma = tile + 128 * row + 16 * (j ^ (row % 8));
+                const uint32_t mma = swizzle(desc_start_address(d) + desc_stride_byte_offset(d) * (row / 8) +
+                                             128 * (row % 8) + 16 * chunk);
+                CHECK(tma == mma);
+            }
+        }
+    }
+}
+
+TEST_CASE("sm100 instruction descriptor: kind::f16, bf16 x bf16 -> f32 (PTX ISA 9.7.16.4.2 Table 42)") {
+    // bits 4-5 dtype F32 = 1 -> 0x10; bits 7-9 atype BF16 = 1 -> 0x80; bits 10-12 btype BF16 = 1
+    // -> 0x400; bits 13/14 no negate; bits 15/16 transpose 0 (K-major); bits 0-3 dense, no
+    // saturate; bits 30-31 max shift 0.
+    //   M = 128, N = 256: N >> 3 = 32 -> 32 << 17 = 0x0040'0000; M >> 4 = 8 -> 8 << 24 = 0x0800'0000
+    CHECK(make_instr_desc_bf16_f32(128, 256, 1) == 0x0840'0490u);
+    //   N = 192: 24 << 17 = 0x0030'0000
+    CHECK(make_instr_desc_bf16_f32(128, 192, 1) == 0x0830'0490u);
+    //   N = 128: 16 << 17 = 0x0020'0000
+    CHECK(make_instr_desc_bf16_f32(128, 128, 1) == 0x0820'0490u);
+    //   M = 64, N = 8: 1 << 17 = 0x0002'0000; 4 << 24 = 0x0400'0000
+    CHECK(make_instr_desc_bf16_f32(64, 8, 1) == 0x0402'0490u);
+    //   cta_group::2, M = 256, N = 256: 16 << 24 = 0x1000'0000
+    CHECK(make_instr_desc_bf16_f32(256, 256, 2) == 0x1040'0490u);
+    // Transpose bits: A MN-major sets bit 15, B MN-major bit 16.
+    CHECK(make_instr_desc_bf16_f32(128, 256, 1, true, false) == 0x0840'8490u);
+    CHECK(make_instr_desc_bf16_f32(128, 256, 1, false, true) == 0x0841'0490u);
+    // The reserved bits 6, 23 and 29 are never set, whatever the shape.
+    for (uint32_t n = 8; n <= 256; n += 8) {
+        const uint32_t d = make_instr_desc_bf16_f32(128, n, 1, true, true);
+        CHECK((d & ((1u << 6) | (1u << 23) | (1u << 29))) == 0u);
+        CHECK(idesc_n(d) == n);
+        CHECK(idesc_m(d) == 128u);
+    }
+}
+
+TEST_CASE("sm100 instruction descriptor: shapes outside Table 39 are refused (PTX ISA 9.7.16.2.1)") {
+    // cta_group::1 dense f16/bf16 -> f32: M in {64, 128}; N = 8..256 in steps of 8.
+    CHECK(is_valid_mma_shape(128, 8, 1));
+    CHECK(is_valid_mma_shape(128, 256, 1));
+    CHECK_FALSE(is_valid_mma_shape(128, 264, 1));
+    CHECK_FALSE(is_valid_mma_shape(128, 12, 1));
+    CHECK_FALSE(is_valid_mma_shape(256, 128, 1));
+    CHECK_FALSE(is_valid_mma_shape(32, 128, 1));
+    // cta_group::2: M in {128, 256}; N = 16..256 in steps of 16.
+    CHECK(is_valid_mma_shape(256, 16, 2));
+    CHECK_FALSE(is_valid_mma_shape(256, 8, 2));
+    CHECK_FALSE(is_valid_mma_shape(256, 24, 2));
+    CHECK_FALSE(is_valid_mma_shape(64, 128, 2));
+    CHECK_FALSE(is_valid_mma_shape(128, 128, 3));
+    // An invalid shape yields 0, which no valid descriptor equals (M >> 4 is never 0).
+    CHECK(make_instr_desc_bf16_f32(256, 128, 1) == 0u);
+    CHECK(make_instr_desc_bf16_f32(128, 8, 2) == 0u);
+}
+
+TEST_CASE("sm100 tensor memory: allocation sizes and the double-buffered accumulator columns") {
+    // tcgen05.alloc: a power of two number of columns, 32 <= nCols <= 512.
+    CHECK(tmem_alloc_columns(0) == 32u);
+    CHECK(tmem_alloc_columns(1) == 32u);
+    CHECK(tmem_alloc_columns(32) == 32u);
+    CHECK(tmem_alloc_columns(33) == 64u);
+    CHECK(tmem_alloc_columns(200) == 256u);
+    CHECK(tmem_alloc_columns(256) == 256u);
+    CHECK(tmem_alloc_columns(384) == 512u);
+    CHECK(tmem_alloc_columns(512) == 512u);
+    CHECK(tmem_alloc_columns(513) == 0u);
+    // Two f32 accumulators of tile_n columns each (one 32-bit cell per f32).
+    CHECK(accumulator_columns(256) == 512u);
+    CHECK(accumulator_columns(192) == 384u);
+    CHECK(accumulator_columns(128) == 256u);
+    CHECK(accumulator_column(0, 256) == 0u);
+    CHECK(accumulator_column(1, 256) == 256u);
+    CHECK(accumulator_column(1, 192) == 192u);
+    // Both buffers lie inside the allocation and do not overlap.
+    for (uint32_t tile_n = 16; tile_n <= 256; tile_n += 16) {
+        const uint32_t alloc = tmem_alloc_columns(accumulator_columns(tile_n));
+        REQUIRE(alloc != 0u);
+        CHECK(accumulator_column(1, tile_n) >= accumulator_column(0, tile_n) + tile_n);
+        CHECK(accumulator_column(1, tile_n) + tile_n <= alloc);
+    }
+    // Address = lane << 16 | column; a warp reaches only its lane quarter (warp id % 4).
+    CHECK(tmem_address(0, 96, 256 + 16) == 0x0060'0110u);
+    CHECK(tmem_address(0x20, 32, 0) == 0x0020'0020u);
+    CHECK(warp_lane_quarter_base(0) == 0u);
+    CHECK(warp_lane_quarter_base(3) == 96u);
+    CHECK(warp_lane_quarter_base(4) == 0u);
+    CHECK(warp_lane_quarter_base(5) == 32u);
+}
+
+TEST_CASE("sm100 tcgen05.ld: shape and .num selection (PTX ISA 9.7.16.2.3)") {
+    // Row i of an M = 128 cta_group::1 accumulator is lane i: one row per thread with .32x32b.
+    CHECK(accumulator_load_shape(128, 1) == TmemLoadShape::k32x32b);
+    CHECK(accumulator_load_shape(256, 2) == TmemLoadShape::k32x32b);
+    CHECK(accumulator_load_shape(64, 1) == TmemLoadShape::kUnsupported);
+    CHECK(accumulator_load_shape(128, 2) == TmemLoadShape::kUnsupported);
+    // .num in {x1, x2, x4, ..., x128}: one 32-bit register per column.
+    CHECK(load_32x32b_num(1) == 1u);
+    CHECK(load_32x32b_num(16) == 16u);
+    CHECK(load_32x32b_num(128) == 128u);
+    CHECK(load_32x32b_num(0) == 0u);
+    CHECK(load_32x32b_num(24) == 0u);
+    CHECK(load_32x32b_num(256) == 0u);
+}
+
+TEST_CASE("sm100 variants: every registered kernel is a shape the encodings accept") {
+    int count = 0;
+    const ggemm::KernelVariant* variants = ggemm::sm100_variants(&count);
+    REQUIRE(count > 0);
+    REQUIRE(variants != nullptr);
+    std::set<std::string> names;
+    for (int i = 0; i < count; ++i) {
+        const ggemm::KernelVariant& v = variants[i];
+        CAPTURE(v.name);
+        CHECK(names.insert(v.name).second);
+        CHECK(std::strncmp(v.name, "sm100_", 6) == 0);
+        CHECK(v.arch == 100);
+        CHECK(v.tile_m == 128);  // cta_group::1, M = 128
+        CHECK(v.cluster_m == 1);
+        CHECK(make_instr_desc_bf16_f32(v.tile_m, v.tile_n, 1) != 0u);
+        CHECK(tmem_alloc_columns(accumulator_columns(v.tile_n)) != 0u);
+        CHECK(v.block_k == static_cast<int32_t>(kBlockK));
+        CHECK(v.a_box_rows == v.tile_m);
+        CHECK(v.b_box_rows == v.tile_n);
+        CHECK(v.b_box_rows <= 256);  // TMA box dimension limit
+        // The stage ring alone: A and B tiles of every stage, bf16.
+        CHECK(v.smem_bytes >= v.stages * (v.tile_m + v.tile_n) * v.block_k * 2);
+        CHECK(v.smem_bytes <= 232448);  // 227 KB: the most one SM100 CTA may opt into
+        CHECK(v.threads == 192);        // 4 epilogue warps (one per TMEM lane quarter) + TMA + MMA
+        CHECK(static_cast<bool>(v.prepare != nullptr));
+        CHECK(static_cast<bool>(v.launch != nullptr));
+    }
+}

@@ -1,0 +1,76 @@
+// Tensor-map shapes (CPU) and their encoding through the driver (GPU, skipped without one).
+#include <doctest/doctest.h>
+
+#include <cuda_runtime_api.h>
+
+#include "src/execute.h"
+#include "src/tensor_map.h"
+#include "test_fakes.h"
+
+using namespace ggemm_fakes;
+
+TEST_CASE("A map: dims {K, M}, row stride of K bf16, box {block_k, a_box_rows}") {
+    const ggemm::KernelVariant v = variant("v", 90, 128, 256, 1);
+    const ggemm::TensorMapShape shape = ggemm::a_map_shape(at(kDevice0), 4096, 7168, v);
+    CHECK(shape.rank == 2);
+    CHECK(shape.address == at(kDevice0));
+    CHECK(shape.dims[0] == 7168);
+    CHECK(shape.dims[1] == 4096);
+    CHECK(shape.strides[0] == 7168 * 2);
+    CHECK(shape.box[0] == 64);
+    CHECK(shape.box[1] == 64);
+    CHECK(shape.element_strides[0] == 1);
+    CHECK(shape.element_strides[1] == 1);
+}
+
+TEST_CASE("dense B map: dims {K, N, L}, strides of K and N x K bf16, box {block_k, b_box_rows, 1}") {
+    const ggemm::KernelVariant v = variant("v", 90, 128, 192, 1);
+    const ggemm::TensorMapShape shape = ggemm::b_dense_map_shape(at(kDevice0), 5760, 2048, 64, v);
+    CHECK(shape.rank == 3);
+    CHECK(shape.dims[0] == 2048);
+    CHECK(shape.dims[1] == 5760);
+    CHECK(shape.dims[2] == 64);
+    CHECK(shape.strides[0] == 2048 * 2);
+    CHECK(shape.strides[1] == uint64_t{5760} * 2048 * 2);
+    CHECK(shape.box[0] == 64);
+    CHECK(shape.box[1] == 192);
+    CHECK(shape.box[2] == 1);
+    CHECK(shape.element_strides[2] == 1);
+}
+
+TEST_CASE("discrete B template: one N x K expert at a 16-byte-aligned placeholder") {
+    const ggemm::KernelVariant v = variant("v", 90, 128, 256, 1);
+    const ggemm::TensorMapShape shape =
+        ggemm::b_template_map_shape(ggemm::b_template_placeholder(at<const uint64_t>(kDevice0 + 24)), 1024, 512, v);
+    CHECK(shape.rank == 2);
+    CHECK(shape.address == at(kDevice0 + 16));
+    CHECK(shape.dims[0] == 512);
+    CHECK(shape.dims[1] == 1024);
+    CHECK(shape.strides[0] == 1024);
+    CHECK(shape.box[1] == 256);
+    CHECK(ggemm::b_template_placeholder(at<const uint64_t>(kDevice0 + 32)) == at(kDevice0 + 32));
+}
+
+TEST_CASE("encoding tensor maps through the driver (GPU)") {
+    ggemm::DeviceInfo device;
+    if (!usable_gpu(&device, "encoding tensor maps")) return;
+    REQUIRE(ggemm::resolve_tensor_map_encoder() == GGEMM_SUCCESS);
+    void* memory = nullptr;
+    REQUIRE(cudaMalloc(&memory, 1 << 22) == cudaSuccess);
+    const ggemm::KernelVariant v = variant("v", ggemm::arch_of(device), 128, 256, 1);
+    CUtensorMap map;
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 1024, 1024, v), "A", &map) == GGEMM_SUCCESS);
+    CHECK(ggemm::encode_tensor_map(ggemm::b_dense_map_shape(memory, 256, 1024, 4, v), "B", &map) == GGEMM_SUCCESS);
+    CHECK(ggemm::encode_tensor_map(ggemm::b_template_map_shape(memory, 256, 1024, v), "B", &map) == GGEMM_SUCCESS);
+    // K tails: TMA fills past K with zeros, so K need only be a multiple of 8.
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 256, 72, v), "A", &map) == GGEMM_SUCCESS);
+    // A 128-byte swizzle holds at most 128 bytes of the inner box: block_k 128 bf16 is refused.
+    ggemm::KernelVariant too_wide = v;
+    too_wide.block_k = 128;
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 1024, 1024, too_wide), "A", &map) == GGEMM_ERROR_CUDA);
+    CHECK(message_contains("cuTensorMapEncodeTiled failed for the A map with CUresult 1"));
+    // A misaligned global address is refused by the driver too.
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(static_cast<char*>(memory) + 8, 1024, 1024, v), "A", &map) ==
+          GGEMM_ERROR_CUDA);
+    cudaFree(memory);
+}

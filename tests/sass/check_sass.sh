@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Checks the machine code of the built library, for the kernels no GPU here can run (SM100) and
+# for the ones it can (SM90):
+#
+#   sm_100a  every grouped_gemm_sm100 kernel contains the tcgen05 MMA (UTCHMMA), the TMEM load
+#            (LDTM), TMEM allocation and release (UTCATOMSWS.FIND_AND_SET / UTCATOMSWS.AND), the
+#            MMA-completion commit to an mbarrier (UTCBAR), TMA loads (UTMALDG) and mbarrier waits
+#            (SYNCS.PHASECHK); no local memory (no LDL/STL, LOCAL:0, STACK:0)
+#   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; no local memory
+#   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.h and ptx/tmem.h
+#            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists)
+#
+# The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
+# for tcgen05.mma.kind::f16 (UTCHMMA.2CTA for cta_group::2), UTCBAR for tcgen05.commit,
+# UTCATOMSWS.FIND_AND_SET.ALIGN / UTCATOMSWS.AND for tcgen05.alloc / dealloc, LDTM.xN for
+# tcgen05.ld.32x32b.xN, UVIRTCOUNT.DEALLOC.SMPOOL for tcgen05.relinquish_alloc_permit.
+#
+# It also prints each kernel's registers, shared memory, local memory and stack (resource report).
+#
+# Usage: check_sass.sh path/to/libggemm.so
+# Exit: 0 all checks passed, 1 a check failed, 77 skipped (cuobjdump or nvdisasm unavailable).
+# cuobjdump and nvdisasm come with a CUDA toolkit, or from PyPI on a machine without one:
+#   pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm    (13.x; sm_100a needs >= 12.8)
+# They are looked for in $CUOBJDUMP / $NVDISASM, on PATH, in the CUDA toolkit, and in the
+# nvidia/cu13/bin folder of every Python site directory.
+set -u
+
+library="${1:-}"
+if [[ -z "$library" || ! -f "$library" ]]; then
+    echo "check_sass: usage: check_sass.sh path/to/libggemm.so (got '${library}')" >&2
+    exit 1
+fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+
+# ---- find the tools ------------------------------------------------------------------------------
+python_tool_dirs() {
+    local py
+    for py in python3 python; do
+        command -v "$py" >/dev/null 2>&1 || continue
+        "$py" - <<'EOF' 2>/dev/null
+import site, sys
+dirs = list(sys.path)
+try:
+    dirs += site.getsitepackages()
+except Exception:
+    pass
+try:
+    dirs.append(site.getusersitepackages())
+except Exception:
+    pass
+for d in dirs:
+    for sub in ("nvidia/cu13/bin", "nvidia/cuda_cuobjdump/bin", "nvidia/cuda_nvdisasm/bin"):
+        print(d + "/" + sub)
+EOF
+        return
+    done
+}
+
+find_tool() {  # name, env override
+    local name="$1" override="$2" dir
+    if [[ -n "$override" && -x "$override" ]]; then echo "$override"; return 0; fi
+    if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return 0; fi
+    for dir in "${CUDA_HOME:-/usr/local/cuda}/bin" /usr/local/cuda/bin $(python_tool_dirs); do
+        if [[ -x "$dir/$name" ]]; then echo "$dir/$name"; return 0; fi
+    done
+    return 1
+}
+
+cuobjdump="$(find_tool cuobjdump "${CUOBJDUMP:-}")" || {
+    echo "check_sass: SKIPPED: cuobjdump not found (install nvidia-cuda-cuobjdump from PyPI or a CUDA toolkit, or set CUOBJDUMP)"
+    exit 77
+}
+nvdisasm="$(find_tool nvdisasm "${NVDISASM:-}")" || {
+    echo "check_sass: SKIPPED: nvdisasm not found; cuobjdump -sass needs it (install nvidia-cuda-nvdisasm or set NVDISASM)"
+    exit 77
+}
+export PATH="$(dirname "$nvdisasm"):$PATH"
+echo "check_sass: $("$cuobjdump" --version | tail -1) ($cuobjdump)"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "check_sass: FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "check_sass: ok: $*"; }
+
+# ---- split the disassembly into one file per kernel ----------------------------------------------
+# split_functions SASS DIR: writes DIR/<mangled name>.sass for every function of a cuobjdump -sass.
+split_functions() {
+    mkdir -p "$2"
+    awk -v dir="$2" '
+        /Function : / { name = $NF; file = dir "/" name ".sass"; next }
+        file != ""    { print > file }
+    ' "$1"
+}
+
+# disassemble ARCH: the library's ARCH code, split into $work/ARCH/.
+disassemble() {
+    local arch="$1"
+    if ! "$cuobjdump" -sass -arch "$arch" "$library" >"$work/$arch.sass" 2>"$work/$arch.err"; then
+        fail "cuobjdump -sass -arch $arch failed: $(head -c 400 "$work/$arch.err")"
+        return 1
+    fi
+    split_functions "$work/$arch.sass" "$work/$arch"
+}
+
+# check_kernels SET NAME_PATTERN MNEMONIC...: every function in $work/SET/ whose name matches
+# contains each mnemonic (an extended regex on the opcode, after any predicate) and no local-memory
+# access.
+check_kernels() {
+    local arch="$1" pattern="$2"
+    shift 2
+    local found=0 file name mnemonic
+    for file in "$work/$arch"/*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ $pattern ]] || continue
+        found=$((found + 1))
+        for mnemonic in "$@"; do
+            if grep -qE "^[[:space:]]*/\*[0-9a-f]+\*/[[:space:]]+(@!?U?P[0-9T] +)?${mnemonic}" "$file"; then
+                pass "$arch $name: $mnemonic"
+            else
+                fail "$arch $name: no $mnemonic instruction"
+            fi
+        done
+        if grep -qE "[[:space:]](LDL|STL)(\.[A-Z0-9.]+)?[[:space:]]" "$file"; then
+            fail "$arch $name: uses local memory ($(grep -cE '[[:space:]](LDL|STL)' "$file") LDL/STL)"
+        else
+            pass "$arch $name: no LDL/STL"
+        fi
+    done
+    if [[ $found -eq 0 ]]; then
+        fail "$arch: no kernel matching '$pattern' in $library"
+    fi
+}
+
+"$cuobjdump" -lelf "$library" >"$work/elves.txt" 2>&1 || true
+for arch in sm_100a sm_90a; do
+    if grep -q "$arch" "$work/elves.txt"; then pass "library embeds $arch code"; else fail "library embeds no $arch code"; fi
+done
+
+if disassemble sm_100a; then
+    check_kernels sm_100a 'grouped_gemm_sm100' \
+        'UTCHMMA ' 'LDTM\.x[0-9]+' 'UTCATOMSWS\.FIND_AND_SET' 'UTCATOMSWS\.AND' 'UTCBAR ' \
+        'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
+fi
+if disassemble sm_90a; then
+    check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
+fi
+
+# ---- resource report: registers, shared, local memory and stack per kernel -----------------------
+echo "check_sass: resource usage (REG registers/thread, SHARED static bytes, LOCAL/STACK bytes):"
+"$cuobjdump" -res-usage "$library" >"$work/res.txt" 2>&1 || fail "cuobjdump -res-usage failed"
+awk '
+    /^ *Function / { name = $2; sub(/:$/, "", name); next }
+    /REG:/ && name != "" { printf "  %-90s %s\n", name, $0; name = "" }
+' "$work/res.txt" | sed 's/  */ /g; s/^ /  /'
+while read -r line; do
+    name="$(echo "$line" | awk '{print $1}')"
+    [[ "$name" =~ grouped_gemm_sm(90|100) ]] || continue
+    local_bytes="$(echo "$line" | grep -oE 'LOCAL:[0-9]+' | cut -d: -f2)"
+    stack_bytes="$(echo "$line" | grep -oE 'STACK:[0-9]+' | cut -d: -f2)"
+    if [[ "${local_bytes:-x}" == "0" && "${stack_bytes:-x}" == "0" ]]; then
+        pass "$name: LOCAL:0 STACK:0"
+    else
+        fail "$name: LOCAL:${local_bytes:-?} STACK:${stack_bytes:-?} (must be 0)"
+    fi
+done < <(awk '
+    /^ *Function / { name = $2; sub(/:$/, "", name); next }
+    /REG:/ && name != "" { print name, $0; name = "" }
+' "$work/res.txt")
+
+# ---- every tcgen05 / TMEM wrapper assembles to its instruction -------------------------------------
+nvcc="${CUDACXX:-}"
+[[ -n "$nvcc" && -x "$nvcc" ]] || nvcc="$(command -v nvcc || true)"
+[[ -n "$nvcc" ]] || { [[ -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc; }
+if [[ -z "$nvcc" ]]; then
+    echo "check_sass: note: nvcc not found, the ptx wrapper probe was not assembled"
+elif ! "$nvcc" -std=c++17 -gencode=arch=compute_100a,code=sm_100a -cubin -I"$repo" \
+        -o "$work/wrappers.cubin" "$here/ptx_wrappers_sm100.cu" 2>"$work/wrappers.err"; then
+    fail "ptx_wrappers_sm100.cu does not assemble for sm_100a: $(head -c 600 "$work/wrappers.err")"
+else
+    "$cuobjdump" -sass "$work/wrappers.cubin" >"$work/probe.sass" 2>&1
+    split_functions "$work/probe.sass" "$work/sm_100a_probe"
+    check_kernels sm_100a_probe 'ptx_wrappers_sm100_cta1' \
+        'UTCHMMA ' 'UTCBAR ' 'LDTM\.x32' 'LDTM\.x16' 'LDTM\.x8' 'UTCATOMSWS\.FIND_AND_SET' 'UTCATOMSWS\.AND' \
+        'UVIRTCOUNT\.DEALLOC'
+    check_kernels sm_100a_probe 'ptx_wrappers_sm100_cta2' \
+        'UTCHMMA\.2CTA' 'UTCBAR\.2CTA\.MULTICAST' 'UTCATOMSWS\.2CTA\.FIND_AND_SET' 'UTCATOMSWS\.AND'
+fi
+
+if [[ $failures -ne 0 ]]; then
+    echo "check_sass: $failures check(s) FAILED"
+    exit 1
+fi
+echo "check_sass: all checks passed"
+exit 0
