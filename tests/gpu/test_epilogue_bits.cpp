@@ -82,7 +82,7 @@ TEST_CASE("epilogue: exact bits when the accumulator is exact, every C/D dtype p
                 CHECK_MESSAGE(d_mismatches == 0, what << ": " << d_mismatches << " of " << elements
                                                       << " D elements differ from the contract's bits; first: " << first_d);
                 MESSAGE(what << ": " << elements << " elements of C and D bit-exact: "
-                             << (c_mismatches == 0 && d_mismatches == 0 ? "yes" : "NO"));
+                             << std::string(c_mismatches == 0 && d_mismatches == 0 ? "yes" : "NO"));
             }
         }
     }

@@ -110,15 +110,16 @@ disassemble() {
 check_kernels() {
     local arch="$1" pattern="$2"
     shift 2
-    local found=0 file name mnemonic
+    local found=0 file name mnemonic present
     for file in "$work/$arch"/*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
         [[ "$name" =~ $pattern ]] || continue
         found=$((found + 1))
+        present=""
         for mnemonic in "$@"; do
             if grep -qE "^[[:space:]]*/\*[0-9a-f]+\*/[[:space:]]+(@!?U?P[0-9T] +)?${mnemonic}" "$file"; then
-                pass "$arch $name: $mnemonic"
+                present="$present ${mnemonic//\\/}"
             else
                 fail "$arch $name: no $mnemonic instruction"
             fi
@@ -126,8 +127,9 @@ check_kernels() {
         if grep -qE "[[:space:]](LDL|STL)(\.[A-Z0-9.]+)?[[:space:]]" "$file"; then
             fail "$arch $name: uses local memory ($(grep -cE '[[:space:]](LDL|STL)' "$file") LDL/STL)"
         else
-            pass "$arch $name: no LDL/STL"
+            present="$present, no LDL/STL"
         fi
+        pass "$arch $name:$present"
     done
     if [[ $found -eq 0 ]]; then
         fail "$arch: no kernel matching '$pattern' in $library"
@@ -141,7 +143,7 @@ done
 
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' \
-        'UTCHMMA ' 'LDTM\.x[0-9]+' 'UTCATOMSWS\.FIND_AND_SET' 'UTCATOMSWS\.AND' 'UTCBAR ' \
+        'UTCHMMA ' 'LDTM\.x32' 'UTCATOMSWS\.FIND_AND_SET' 'UTCATOMSWS\.AND' 'UTCBAR ' \
         'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
 fi
 if disassemble sm_90a; then

@@ -1,0 +1,158 @@
+// The tile scheduler of kernels/common/scheduler.h, the same code the kernels run: every tile
+// of every usable expert is visited exactly once, by both the static split and a dynamic order;
+// unsafe offsets and weight pointers skip exactly the experts they touch.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "kernels/common/scheduler.h"
+
+using ggemm::GroupedTileScheduler;
+using ggemm::TileCoord;
+
+namespace {
+
+constexpr int kTileM = 128;
+constexpr int kTileN = 256;
+
+using TileKey = std::tuple<int32_t, int32_t, int32_t>;  // expert, row_begin, n_begin
+
+// Visits every tile the static schedule hands to `grid` persistent CTAs.
+std::multiset<TileKey> static_tiles(const std::vector<int32_t>& offsets, const uint64_t* b_ptrs, int64_t m,
+                                    int32_t n, int grid, int group_m = 16) {
+    std::multiset<TileKey> seen;
+    for (int cta = 0; cta < grid; ++cta) {
+        GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), b_ptrs, m, static_cast<int32_t>(offsets.size()),
+                                               n, group_m);
+        for (int64_t index = cta;; index += grid) {
+            const TileCoord t = s.tile(index);
+            if (t.expert < 0) break;
+            seen.insert({t.expert, t.row_begin, t.n_begin});
+        }
+    }
+    return seen;
+}
+
+// Every tile the contract requires for usable experts, computed independently.
+std::multiset<TileKey> expected_tiles(const std::vector<int32_t>& offsets, const std::set<int>& skipped,
+                                      int32_t n) {
+    std::multiset<TileKey> want;
+    int64_t begin = 0;
+    for (size_t g = 0; g < offsets.size(); ++g) {
+        const int64_t end = offsets[g];
+        if (!skipped.count(static_cast<int>(g)))
+            for (int64_t r = begin; r < end; r += kTileM)
+                for (int32_t c = 0; c < n; c += kTileN)
+                    want.insert({static_cast<int32_t>(g), static_cast<int32_t>(r), c});
+        begin = end;
+    }
+    return want;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: offset_status names each broken rule") {
+    CHECK(ggemm::offset_status(0, 256, 512) == 0u);
+    CHECK(ggemm::offset_status(0, -256, 512) == (ggemm::kStatusOffsetNegative | ggemm::kStatusOffsetDecreasing));
+    CHECK(ggemm::offset_status(0, 300, 512) == ggemm::kStatusOffsetMisaligned);
+    CHECK(ggemm::offset_status(0, 768, 512) == ggemm::kStatusOffsetPastM);
+    CHECK(ggemm::offset_status(512, 256, 512) == ggemm::kStatusOffsetDecreasing);
+    CHECK(ggemm::weight_pointer_status(0) == ggemm::kStatusWeightPtrNull);
+    CHECK(ggemm::weight_pointer_status(0x1008) == ggemm::kStatusWeightPtrMisaligned);
+    CHECK(ggemm::weight_pointer_status(0x1000) == 0u);
+}
+
+TEST_CASE("scheduler: raster_tile is a bijection with row blocks paired") {
+    for (int32_t m_blocks : {2, 6, 16, 34, 40}) {
+        for (int32_t n_blocks : {1, 3, 16}) {
+            for (int32_t group_m : {2, 8, 16}) {
+                std::set<std::pair<int32_t, int32_t>> seen;
+                for (int64_t local = 0; local < int64_t{m_blocks} * n_blocks; ++local) {
+                    const auto p = ggemm::raster_tile(local, m_blocks, n_blocks, group_m);
+                    REQUIRE(p.m_block >= 0);
+                    REQUIRE(p.m_block < m_blocks);
+                    REQUIRE(p.n_block >= 0);
+                    REQUIRE(p.n_block < n_blocks);
+                    seen.insert({p.m_block, p.n_block});
+                    if (local % 2 == 1) {  // tiles 2j and 2j+1: same columns, adjacent row blocks
+                        const auto q = ggemm::raster_tile(local - 1, m_blocks, n_blocks, group_m);
+                        CHECK(q.n_block == p.n_block);
+                        CHECK(q.m_block + 1 == p.m_block);
+                        CHECK(q.m_block % 2 == 0);
+                    }
+                }
+                CHECK(seen.size() == static_cast<size_t>(m_blocks) * n_blocks);
+            }
+        }
+    }
+}
+
+TEST_CASE("scheduler: static split covers every tile once, empty experts cost nothing") {
+    // Empty first expert, one large, empty middle, tail experts; N with a partial last tile.
+    const std::vector<int32_t> offsets = {0, 4096, 4096, 4352, 5120, 5120};
+    const int32_t n = 600;  // 3 column tiles, the last one partial
+    for (int grid : {1, 7, 132}) {
+        CHECK(static_tiles(offsets, nullptr, 8192, n, grid) == expected_tiles(offsets, {}, n));
+    }
+}
+
+TEST_CASE("scheduler: one expert holding all rows; all experts empty") {
+    const std::vector<int32_t> all_in_one = {0, 0, 2048, 2048};
+    CHECK(static_tiles(all_in_one, nullptr, 2048, 4096, 132) == expected_tiles(all_in_one, {}, 4096));
+    const std::vector<int32_t> none = {0, 0, 0};
+    CHECK(static_tiles(none, nullptr, 2048, 4096, 132).empty());
+}
+
+TEST_CASE("scheduler: a dynamic claim order gives the same tile set") {
+    std::mt19937 rng(7);
+    std::vector<int32_t> offsets;
+    int64_t end = 0;
+    for (int g = 0; g < 64; ++g) {
+        end += 256 * static_cast<int64_t>(rng() % 5);
+        offsets.push_back(static_cast<int32_t>(end));
+    }
+    const int32_t n = 1536;
+    // Dynamic: a shared counter hands out increasing indices; each CTA sees a sorted subset.
+    const int grid = 13;
+    std::vector<std::vector<int64_t>> claimed(grid);
+    for (int64_t index = 0; index < 4096; ++index) claimed[rng() % grid].push_back(index);
+    std::multiset<TileKey> seen;
+    for (int cta = 0; cta < grid; ++cta) {
+        GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), nullptr, end, 64, n, 16);
+        for (int64_t index : claimed[cta]) {
+            const TileCoord t = s.tile(index);
+            if (t.expert < 0) break;
+            seen.insert({t.expert, t.row_begin, t.n_begin});
+        }
+    }
+    CHECK(seen == expected_tiles(offsets, {}, n));
+}
+
+TEST_CASE("scheduler: unsafe offsets skip exactly the experts they bound") {
+    const int64_t m = 2048;
+    SUBCASE("misaligned end skips its expert and the next") {
+        const std::vector<int32_t> offsets = {256, 700, 1024, 1280};
+        CHECK(static_tiles(offsets, nullptr, m, 512, 5) == expected_tiles(offsets, {1, 2}, 512));
+    }
+    SUBCASE("decreasing offsets skip the expert that would run backwards") {
+        const std::vector<int32_t> offsets = {1024, 512, 1536};
+        CHECK(static_tiles(offsets, nullptr, m, 512, 5) == expected_tiles(offsets, {1}, 512));
+    }
+    SUBCASE("offsets past M and negative are never used") {
+        const std::vector<int32_t> offsets = {512, 4096, -256, 1024};
+        const auto seen = static_tiles(offsets, nullptr, m, 512, 5);
+        CHECK(seen == expected_tiles(offsets, {1, 2, 3}, 512));
+        for (const auto& t : seen) CHECK(std::get<1>(t) + kTileM <= m);
+    }
+}
+
+TEST_CASE("scheduler: discrete mode skips experts with null or misaligned weight pointers") {
+    const std::vector<int32_t> offsets = {256, 512, 768, 1024};
+    const uint64_t ptrs[] = {0x10000, 0, 0x20008, 0x30000};
+    CHECK(static_tiles(offsets, ptrs, 1024, 256, 3) == expected_tiles(offsets, {1, 2}, 256));
+}
