@@ -79,8 +79,9 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t
 // wait and trap, printing the barrier and phase, so a hang is diagnosable from one run.
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 #if defined(GGEMM_DEBUG_BARRIERS)
-    for (uint32_t tries = 0; !mbarrier_try_wait_parity(bar, parity); ++tries) {
-        if (tries == (1u << 24)) {
+    const long long start = clock64();
+    while (!mbarrier_try_wait_parity(bar, parity)) {
+        if (clock64() - start > (1ll << 32)) {  // about 2 s at 2 GHz
             printf("ggemm: mbarrier wait timed out: block %d thread %d barrier smem 0x%x parity %u\n",
                    blockIdx.x, threadIdx.x, smem_addr(bar), parity);
             __trap();

@@ -48,16 +48,20 @@ GGEMM_HD uint32_t weight_pointer_status(uint64_t ptr) {
 }
 
 // Rows [row_begin, row_end) of an expert that the kernel computes, or an empty range when the
-// expert is skipped: its begin and end offsets must both be usable and in order.
+// expert is skipped. Its begin and end offsets must both be usable, in order, and the begin must
+// not lie below any earlier usable offset (`high_water`, the largest of offsets[0, g-1)): then
+// the computed ranges of all experts are disjoint whatever the offsets hold, so no row is
+// written twice.
 struct ExpertRows {
     int64_t row_begin;
     int64_t row_end;
 };
 
-GGEMM_HD ExpertRows expert_rows(const int32_t* offsets, int32_t expert, int64_t m) {
+GGEMM_HD ExpertRows expert_rows(const int32_t* offsets, int32_t expert, int64_t m, int64_t high_water) {
     const int64_t begin = expert == 0 ? 0 : offsets[expert - 1];
     const int64_t end = offsets[expert];
-    if (!offset_usable(begin, m) || !offset_usable(end, m) || end < begin) return {0, 0};
+    if (!offset_usable(begin, m) || !offset_usable(end, m) || end < begin || begin < high_water)
+        return {0, 0};
     return {begin, end};
 }
 
@@ -95,6 +99,7 @@ struct GroupedTileScheduler {
 
     // Cursor: the expert that holds linear tiles [expert_first_tile, + expert_tiles).
     int32_t expert = -1;
+    int64_t high_water = 0;  // largest usable offset before the cursor expert's begin offset
     int64_t expert_first_tile = 0;
     int64_t expert_tiles = 0;
     int64_t expert_row_begin = 0;
@@ -107,7 +112,7 @@ struct GroupedTileScheduler {
 
     // Tiles expert g contributes: zero when it is empty or skipped.
     GGEMM_HD int64_t tiles_of(int32_t g, ExpertRows& rows) const {
-        rows = expert_rows(offsets, g, m);
+        rows = expert_rows(offsets, g, m, high_water);
         if (b_ptrs != nullptr && weight_pointer_status(b_ptrs[g]) != 0) rows = {0, 0};
         return (rows.row_end - rows.row_begin) / kTileM * n_blocks;
     }
@@ -116,6 +121,8 @@ struct GroupedTileScheduler {
     GGEMM_HD TileCoord tile(int64_t index) {
         while (expert < num_experts && index >= expert_first_tile + expert_tiles) {
             expert_first_tile += expert_tiles;
+            if (expert >= 1 && offset_usable(offsets[expert - 1], m) && offsets[expert - 1] > high_water)
+                high_water = offsets[expert - 1];
             ++expert;
             if (expert == num_experts) break;
             ExpertRows rows;

@@ -139,9 +139,16 @@ TEST_CASE("scheduler: unsafe offsets skip exactly the experts they bound") {
         const std::vector<int32_t> offsets = {256, 700, 1024, 1280};
         CHECK(static_tiles(offsets, nullptr, m, 512, 5) == expected_tiles(offsets, {1, 2}, 512));
     }
-    SUBCASE("decreasing offsets skip the expert that would run backwards") {
-        const std::vector<int32_t> offsets = {1024, 512, 1536};
-        CHECK(static_tiles(offsets, nullptr, m, 512, 5) == expected_tiles(offsets, {1}, 512));
+    SUBCASE("decreasing offsets skip the expert that would run backwards and the one after") {
+        // Expert 2 (512..1536) is in order but would recompute rows 512..1024 of expert 0.
+        const std::vector<int32_t> offsets = {1024, 512, 1536, 1792};
+        CHECK(static_tiles(offsets, nullptr, m, 512, 5) == expected_tiles(offsets, {1, 2}, 512));
+    }
+    SUBCASE("a begin below an earlier offset is skipped, so no row is computed twice") {
+        // Offset 2 falls back to 512; offset 3 (768) is in order with it but below offset 1 (1024):
+        // expert 3 would recompute rows 512..768 of expert 1.
+        const std::vector<int32_t> offsets = {256, 1024, 512, 768, 1280};
+        CHECK(static_tiles(offsets, nullptr, m, 512, 5) == expected_tiles(offsets, {2, 3, 4}, 512));
     }
     SUBCASE("offsets past M and negative are never used") {
         const std::vector<int32_t> offsets = {512, 4096, -256, 1024};

@@ -231,14 +231,19 @@ uint32_t offset_violations(const int32_t* padded_offsets, int32_t num_experts, i
 }
 
 std::vector<ExpertRows> computed_experts(const Problem& problem) {
+    // CONTRACT.md: experts whose offsets are unsafe are skipped. Expert g runs only when its
+    // begin (offsets[g-1], or 0) and end (offsets[g]) are each >= 0, multiples of 256 and <= M,
+    // end >= begin, and begin is not below any earlier usable offset: so computed ranges never
+    // overlap, whatever the offsets hold.
+    const auto usable = [&](int64_t v) { return v >= 0 && v % 256 == 0 && v <= problem.m; };
     std::vector<ExpertRows> experts;
+    int64_t high_water = 0;  // largest usable offset among offsets[0, g-1)
     for (int32_t g = 0; g < problem.num_experts; ++g) {
-        // begin_0 = 0 is implicit and always valid; expert g uses offsets g-1 and g.
-        const bool begin_ok = g == 0 || offset_rules_broken(problem.padded_offsets, g - 1, problem.m) == 0;
-        const bool end_ok = offset_rules_broken(problem.padded_offsets, g, problem.m) == 0;
-        if (!begin_ok || !end_ok) continue;
+        if (g >= 2 && usable(problem.padded_offsets[g - 2]))
+            high_water = std::max<int64_t>(high_water, problem.padded_offsets[g - 2]);
         const int64_t begin = g == 0 ? 0 : problem.padded_offsets[g - 1];
         const int64_t end = problem.padded_offsets[g];
+        if (!usable(begin) || !usable(end) || end < begin || begin < high_water) continue;
         if (end == begin) continue;
         if (problem.b == nullptr && (problem.b_experts == nullptr || problem.b_experts[g] == nullptr)) continue;
         experts.push_back({g, begin, end});
