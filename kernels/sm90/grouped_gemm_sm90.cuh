@@ -41,10 +41,14 @@ struct Config {
     static constexpr int kMaxExperts = 1024;
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
-    // Register budget after setmaxnreg: 128 x 48 + 256 x 232 = 65536, the whole file.
-    static constexpr int kProducerRegisters = 48;
-    static constexpr int kMathRegisters = 232;
+    // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
+    // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
+    static constexpr int kProducerRegisters = 56;
+    static constexpr int kMathRegisters = 224;
 
+    static_assert(128 * kProducerRegisters + 128 * kMathWarpgroups * kMathRegisters <=
+                      kThreads * (65536 / kThreads / 8 * 8),
+                  "setmaxnreg budget exceeds the registers the launch gave the CTA");
     static_assert(kTileN % 64 == 0 && kTileN <= 256, "wgmma N and the TMA box (<= 256 rows)");
     static_assert(kTileM % kSegmentAlignment == 0 || kSegmentAlignment % kTileM == 0,
                   "a tile must never straddle two experts");
