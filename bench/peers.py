@@ -49,6 +49,7 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
     p.add_argument("--out", default="out/peers", help="output folder")
     p.add_argument("--scheduler", choices=sorted(gg.SCHEDULERS), default="static")
+    p.add_argument("--tile-n", type=int, default=0, help="tile width override (0: the plan chooses)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -120,8 +121,8 @@ class CaseData:
 class GgemmCase:
     """A ggemm plan over CaseData with one ggemm_args per input set."""
 
-    def __init__(self, lib, torch, data, scheduler, full):
-        self.plan = lib.plan(lib.plan_desc(
+    def __init__(self, lib, torch, data, scheduler, full, tile_n=0):
+        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n,
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE,
             c_dtype=gg.DTYPE_FP32 if full else gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
@@ -256,7 +257,7 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
     ops = []
 
     try:
-        plain = GgemmCase(lib, torch, data, scheduler, full=False)
+        plain = GgemmCase(lib, torch, data, scheduler, full=False, tile_n=opts.tile_n)
         plans.append(plain)
         result["plan"] = plain.description
         result["check"] = check_plain(torch, data, plain, handle)
@@ -265,7 +266,7 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         result["errors"]["ggemm"] = short_error(e)
     if data.full:
         try:
-            full = GgemmCase(lib, torch, data, scheduler, full=True)
+            full = GgemmCase(lib, torch, data, scheduler, full=True, tile_n=opts.tile_n)
             plans.append(full)
             result["full_plan"] = full.description
             result["full_check"] = check_full(torch, data, full, handle)
@@ -450,7 +451,7 @@ def main():
         "ggemm_version": lib.version, "lib": lib.path,
         "commit": os.environ.get("GGEMM_COMMIT", "unknown"),
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-        "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler,
+        "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }
