@@ -153,7 +153,7 @@ typedef struct ggemm_args {
     const void* bias;              /* L x N, the plan's bias dtype; NULL iff the plan has no bias */
     void* c;                       /* M x N, c_dtype; may be NULL when generate_c is 0 */
     void* d;                       /* M x N, d_dtype */
-    void* workspace;               /* ggemm_plan_workspace_size bytes, 16-byte aligned; may be NULL if 0 */
+    void* workspace;               /* ggemm_plan_workspace_size bytes, 128-byte aligned; may be NULL if 0 */
     uint64_t workspace_size;       /* bytes available at workspace */
     uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits, cleared in-stream by execute */
 } ggemm_args;

@@ -6,7 +6,8 @@
 // library builds without fast-math, so fp32 subnormals are kept (no flush-to-zero).
 //
 // The math warps first stage raw fp32 accumulators in shared memory, 32 columns at a time
-// (stage_pitch floats per row); store_chunk then reads them back four columns per thread, so
+// (kEpiloguePitch floats per row), and prob once per tile; store_chunk then reads them back four
+// columns per thread, so
 // global stores are 8- or 16-byte vectors that cover whole row segments, and the dtype switches
 // live in one small loop instead of being unrolled over every accumulator register.
 #pragma once
@@ -105,15 +106,14 @@ __device__ __forceinline__ void store_quad(void* base, int32_t dtype, int64_t in
 }
 
 // The contract's epilogue on four accumulators of one row, columns col..col+3.
-__device__ __forceinline__ void epilogue_quad(const EpilogueTile& t, int64_t row, int32_t col, float4 acc) {
+__device__ __forceinline__ void epilogue_quad(const EpilogueTile& t, int64_t row, int32_t col, float4 acc,
+                                              float prob, float4 bias) {
     const int64_t index = row * t.n + col;
-    const float prob = t.prob[row];
     if (t.bias != nullptr) {
-        const float4 b = load_quad(t.bias, t.bias_dtype, col);
-        const float4 v = make_float4(__fmaf_rn(acc.x, t.alpha, __fmul_rn(prob, b.x)),
-                                     __fmaf_rn(acc.y, t.alpha, __fmul_rn(prob, b.y)),
-                                     __fmaf_rn(acc.z, t.alpha, __fmul_rn(prob, b.z)),
-                                     __fmaf_rn(acc.w, t.alpha, __fmul_rn(prob, b.w)));
+        const float4 v = make_float4(__fmaf_rn(acc.x, t.alpha, __fmul_rn(prob, bias.x)),
+                                     __fmaf_rn(acc.y, t.alpha, __fmul_rn(prob, bias.y)),
+                                     __fmaf_rn(acc.z, t.alpha, __fmul_rn(prob, bias.z)),
+                                     __fmaf_rn(acc.w, t.alpha, __fmul_rn(prob, bias.w)));
         if (t.c != nullptr) store_quad(t.c, t.c_dtype, index, v);
         store_quad(t.d, t.d_dtype, index, v);
     } else {
@@ -127,22 +127,26 @@ __device__ __forceinline__ void epilogue_quad(const EpilogueTile& t, int64_t row
 }
 
 // Stores kRows x kEpilogueChunkCols staged accumulators (row pitch kEpiloguePitch floats) whose
-// top-left element is (row_begin, col_begin). kThreads threads take part; `thread` is this
-// thread's index among them. Columns at or past N (the tile's tail) are not stored.
+// top-left element is (row_begin, col_begin); staged_prob[r] holds prob[row_begin + r] (staged
+// once per tile by the caller, so this loop issues no dependent global loads). kThreads threads
+// take part; `thread` is this thread's index among them. A thread always stores the same
+// four-column quad, so its bias quad is loaded once per slice. Columns at or past N (the tile's
+// tail) are not stored.
 template <int kRows, int kThreads>
-__device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* staged, int64_t row_begin,
-                                            int32_t col_begin, int thread) {
+__device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* staged, const float* staged_prob,
+                                            int64_t row_begin, int32_t col_begin, int thread) {
     constexpr int kQuadsPerRow = kEpilogueChunkCols / 4;
-    static_assert((kRows * kQuadsPerRow) % kThreads == 0, "every thread stores the same number of quads");
+    constexpr int kRowsPerPass = kThreads / kQuadsPerRow;
+    static_assert(kThreads % kQuadsPerRow == 0 && kRows % kRowsPerPass == 0,
+                  "every thread stores whole passes of the same column quad");
+    const int c = (thread % kQuadsPerRow) * 4;
+    const int32_t col = col_begin + c;
+    if (col >= t.n) return;
+    const float4 bias = t.bias != nullptr ? load_quad(t.bias, t.bias_dtype, col) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 1
-    for (int quad = thread; quad < kRows * kQuadsPerRow; quad += kThreads) {
-        const int r = quad / kQuadsPerRow;
-        const int c = (quad % kQuadsPerRow) * 4;
-        const int32_t col = col_begin + c;
-        if (col < t.n) {
-            const float4 acc = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + c);
-            epilogue_quad(t, row_begin + r, col, acc);
-        }
+    for (int r = thread / kQuadsPerRow; r < kRows; r += kRowsPerPass) {
+        const float4 acc = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + c);
+        epilogue_quad(t, row_begin + r, col, acc, staged_prob[r], bias);
     }
 }
 

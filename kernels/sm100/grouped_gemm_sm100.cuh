@@ -93,6 +93,7 @@ struct SharedStorage {
     TileCoord tiles[Cfg::kTileRing];
     // Each epilogue warp stages its 32 rows x 32 columns here before store_chunk (epilogue.h).
     alignas(16) float epilogue[Cfg::kEpilogueWarps][32 * kEpiloguePitch];
+    float prob[Cfg::kEpilogueWarps][32];  // of the warp's 32 tile rows
     int32_t offsets[Cfg::kMaxExperts];
     uint32_t tmem_base;               // written by tcgen05.alloc
     uint32_t status;
@@ -240,6 +241,8 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
 
         const EpilogueTile et = epilogue_tile(args, tile.expert);
         const int64_t warp_row_begin = tile.row_begin + static_cast<int64_t>(lane_base);
+        float* staged_prob = s.prob[warp];
+        staged_prob[lane] = args.prob[warp_row_begin + lane];  // visible after the first __syncwarp
         const uint32_t taddr =
             tmem_address(tmem_base, lane_base, accumulator_column(buffer, Cfg::kTileN));
 #pragma unroll 1
@@ -258,7 +261,7 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
                                 __uint_as_float(acc[c + 2]), __uint_as_float(acc[c + 3]));
             }
             __syncwarp();  // the slice is staged
-            store_chunk<32, 32>(et, staged, warp_row_begin, col_begin, lane);
+            store_chunk<32, 32>(et, staged, staged_prob, warp_row_begin, col_begin, lane);
             __syncwarp();  // the slice is read: the buffer may be reused
         }
         // Our tcgen05.ld are complete (waited); order them before the arrival that lets the MMA

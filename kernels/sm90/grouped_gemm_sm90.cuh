@@ -77,6 +77,7 @@ struct SharedStorage {
     TileCoord tiles[Cfg::kTileRing];
     // Per math warpgroup: one 32-column slice of accumulators on its way to global memory.
     alignas(16) float epilogue[Cfg::kMathWarpgroups][Cfg::kRowsPerWarpgroup * kEpiloguePitch];
+    float prob[Cfg::kMathWarpgroups][Cfg::kRowsPerWarpgroup];  // of the warpgroup's tile rows
     int32_t offsets[Cfg::kMaxExperts];
     uint32_t status;
 };
@@ -139,19 +140,23 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
 // each 8-column chunk j the columns 8j + 2(l%4) and +1, as acc[4j..4j+1] and acc[4j+2..4j+3].
 // Each 32-column slice is staged in shared memory and stored by store_chunk (epilogue.h).
 template <class Cfg>
-__device__ __forceinline__ void store_tile(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                           const TileCoord& tile, int warpgroup,
+__device__ __forceinline__ void store_tile(SharedStorage<Cfg>& s, const EpilogueTile& et,
+                                           const TileCoord& tile, int warpgroup, float2 row_prob,
                                            const float (&acc)[Cfg::kTileN / 2]) {
     const int lane = threadIdx.x % 32;
     const int thread = threadIdx.x % 128;
     const int row = (thread / 32) * 16 + lane / 4;
     float* staged = s.epilogue[warpgroup];
-    const EpilogueTile et = epilogue_tile(args, tile.expert);
+    float* staged_prob = s.prob[warpgroup];
     const int64_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
+    if (lane % 4 == 0) {  // one thread per row pair; visible after the first barrier below
+        staged_prob[row] = row_prob.x;
+        staged_prob[row + 8] = row_prob.y;
+    }
     const uint32_t barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
 #pragma unroll
     for (int chunk = 0; chunk < Cfg::kTileN / kEpilogueChunkCols; ++chunk) {
-        if (tile.n_begin + chunk * kEpilogueChunkCols >= args.n) break;  // N tail: nothing left
+        if (tile.n_begin + chunk * kEpilogueChunkCols >= et.n) break;  // N tail: nothing left
 #pragma unroll
         for (int jj = 0; jj < kEpilogueChunkCols / 8; ++jj) {
             const int j = chunk * (kEpilogueChunkCols / 8) + jj;
@@ -162,7 +167,7 @@ __device__ __forceinline__ void store_tile(SharedStorage<Cfg>& s, const KernelAr
                 make_float2(acc[4 * j + 2], acc[4 * j + 3]);
         }
         ptx::named_barrier_sync(barrier, 128);  // the slice is staged
-        store_chunk<Cfg::kRowsPerWarpgroup, 128>(et, staged, row_begin,
+        store_chunk<Cfg::kRowsPerWarpgroup, 128>(et, staged, staged_prob, row_begin,
                                                  tile.n_begin + chunk * kEpilogueChunkCols, thread);
         ptx::named_barrier_sync(barrier, 128);  // the slice is read: the buffer may be reused
     }
@@ -182,6 +187,11 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         __syncwarp();
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
         if (tile.expert < 0) return;
+        // The epilogue's global reads are issued now, so their latency hides behind the main loop.
+        const EpilogueTile et = epilogue_tile(args, tile.expert);
+        const int64_t prob_row =
+            tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+        const float2 row_prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
 
         uint32_t previous_stage = 0;
         for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -219,7 +229,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
 #pragma unroll
         for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-        store_tile<Cfg>(s, args, tile, warpgroup, acc);
+        store_tile<Cfg>(s, et, tile, warpgroup, row_prob, acc);
     }
 }
 
