@@ -1,5 +1,6 @@
 // TMA: the bulk tensor copy engine, driven by tensor maps. PTX ISA 9.7.9.25
-// (cp.async.bulk.tensor), 9.7.9.27 (prefetch.tensormap), 9.7.9.29 (tensormap.replace).
+// (cp.async.bulk.tensor), 9.7.9.26 (cp.async.bulk.commit_group / wait_group), 9.7.9.27
+// (prefetch.tensormap), 9.7.9.29 (tensormap.replace).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +79,42 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const void* map
         ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(smem_addr(dst)),
         "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "h"(cta_mask)
         : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [map, {c0, c1}], [src];  PTX 8.0, sm_90
+// Stores one box from shared memory; elements outside the tensor are not written. The caller
+// makes its shared-memory writes visible first (fence_proxy_async_shared + a barrier).
+__device__ __forceinline__ void tma_store_2d(const void* map, const void* src, int32_t c0, int32_t c1) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(map),
+                 "r"(c0), "r"(c1), "r"(smem_addr(src))
+                 : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.commit_group;                                                 PTX 8.0, sm_90
+// Closes the group of bulk stores issued so far by this thread.
+__device__ __forceinline__ void tma_store_commit() {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.wait_group.read N;                                            PTX 8.0, sm_90
+// Waits until at most N bulk-store groups still read their shared-memory source, so the
+// staging buffer may be rewritten.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+    static_assert(N >= 0 && N <= 63, "wait_group takes a small immediate");
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 #else
     ggemm_ptx_instruction_not_supported_on_this_target();
 #endif

@@ -1,0 +1,78 @@
+// Compile-only: kernels that call every wrapper of ptx/mbarrier.h, tma.h, fence.h, cluster.h,
+// barrier.h and wgmma.h, including forms the SM90 kernel does not use yet (multicast loads, TMA
+// stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
+// elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
+// the SASS each wrapper must produce. Never linked, never run.
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "ptx/barrier.h"
+#include "ptx/cluster.h"
+#include "ptx/fence.h"
+#include "ptx/mbarrier.h"
+#include "ptx/tma.h"
+#include "ptx/wgmma.h"
+
+using namespace ggemm::ptx;
+
+__global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, CUtensorMap* global_map,
+                                       uint32_t* out) {
+    __shared__ alignas(1024) uint8_t tile[16384];
+    __shared__ alignas(8) uint64_t bar;
+    if (threadIdx.x == 0) {
+        mbarrier_init(&bar, 1);
+        fence_mbarrier_init();
+    }
+    cluster_sync();
+    if (threadIdx.x == 0) {
+        tma_prefetch_map(&map);
+        mbarrier_arrive_expect_tx(&bar, 3 * 8192);
+        tma_load_2d(tile, &map, &bar, 0, 0);
+        tma_load_3d(tile + 8192, &map, &bar, 0, 0, 0);
+        tma_load_2d_multicast(tile, &map, &bar, 0x3, 64, 0);
+        tma_load_3d_multicast(tile, &map, &bar, 0x3, 64, 0, 1);
+        mbarrier_wait(&bar, 0);
+        mbarrier_arrive(&bar);
+        mbarrier_arrive_cluster(&bar, cluster_cta_rank() ^ 1u);
+        out[0] = mbarrier_try_wait_parity(&bar, 1) ? cluster_num_ctas() : 0u;
+        fence_proxy_async_shared();
+        tma_store_2d(&map, tile, 0, 0);
+        tma_store_commit();
+        tma_store_wait_read<0>();
+        tensormap_replace_global_address(global_map, reinterpret_cast<uint64_t>(out));
+        fence_proxy_tensormap_release();
+        fence_proxy_tensormap_acquire(global_map);
+    }
+    named_barrier_sync(1, 128);
+}
+
+template <int N>
+__device__ void probe_wgmma(uint32_t smem_a, uint32_t smem_b, float* out) {
+    float acc[N / 2];
+    for (int i = 0; i < N / 2; ++i) acc[i] = 0.f;
+    wgmma_fence();
+    const uint64_t a = wgmma_smem_desc(smem_a, 0, 1024, WgmmaSwizzle::k128B);
+    const uint64_t b = wgmma_smem_desc(smem_b, 0, 1024, WgmmaSwizzle::k128B);
+    Wgmma<N>::mma(acc, a, b, 0u);
+    wgmma_commit();
+    wgmma_wait<0>();
+    for (int i = 0; i < N / 2; ++i) wgmma_fence_operand(acc[i]);
+    float sum = 0.f;
+    for (int i = 0; i < N / 2; ++i) sum += acc[i];
+    out[threadIdx.x] = sum;
+}
+
+__global__ void __launch_bounds__(256, 1) ptx_wrappers_sm90_wgmma(float* out) {
+    __shared__ alignas(1024) uint8_t a[64 * 128];
+    __shared__ alignas(1024) uint8_t b[256 * 128];
+    if (threadIdx.x < 128) {
+        setmaxnreg_dec<40>();
+        out[threadIdx.x] = 0.f;
+    } else {
+        setmaxnreg_inc<232>();
+        probe_wgmma<256>(smem_addr(a), smem_addr(b), out);
+        probe_wgmma<192>(smem_addr(a), smem_addr(b), out + 256);
+        probe_wgmma<128>(smem_addr(a), smem_addr(b), out + 512);
+    }
+}
