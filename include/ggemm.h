@@ -166,7 +166,9 @@ GGEMM_API ggemm_status_t ggemm_args_init(ggemm_args* args, uint32_t struct_size)
 /* Bits the kernel ORs into *device_status. Offsets and pointer entries live on the device and
  * are never read by the host on the execute path: the kernel checks them, skips the experts
  * they would make unsafe, and reports here. Every offset must be >= 0, a multiple of 256, <= M
- * and >= the previous one; an expert whose begin or end offset breaks a rule is skipped. */
+ * and >= the previous one. An expert is computed only when its begin and end offsets are >= 0,
+ * multiples of 256 and <= M, end >= begin, and its begin is not below an earlier such offset,
+ * so no row is ever computed twice; other experts are skipped (docs/API.md has an example). */
 #define GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE   0x1u
 #define GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED 0x2u
 #define GGEMM_DEVICE_STATUS_OFFSET_PAST_M     0x4u
