@@ -170,6 +170,36 @@ GGEMM_SM100_HD constexpr uint32_t warp_lane_quarter_base(uint32_t warp_index) {
 }
 
 // ------------------------------------------------------------------------------------------------
+// CTA pairs (cta_group::2, 9.7.16.2.1 / 9.7.16.5): one MMA of M = 256 over a cluster of two CTAs.
+// Each CTA holds 128 rows of A (its own half of M) and half of the N rows of B: rank r holds B rows
+// [r N / 2, (r + 1) N / 2) of the tile, at the same shared-memory offset in both CTAs. D row i of
+// the 256 lives in TMEM lane i % 128 of CTA i / 128, all N columns. With cta_group::1 a CTA holds
+// all of A's 128 rows and all N rows of B.
+// ------------------------------------------------------------------------------------------------
+constexpr uint32_t kRowsPerCta = 128;  // A rows per CTA = TMEM lanes = accumulator rows per CTA
+
+GGEMM_SM100_HD constexpr uint32_t mma_m_for(uint32_t cta_group) { return kRowsPerCta * cta_group; }
+
+// Rows of B (columns of the tile) that each CTA loads: the TMA box height of B.
+GGEMM_SM100_HD constexpr uint32_t b_rows_per_cta(uint32_t tile_n, uint32_t cta_group) {
+    return tile_n / cta_group;
+}
+
+// First tile column whose B row CTA `rank` of the pair loads.
+GGEMM_SM100_HD constexpr uint32_t b_row_offset(uint32_t rank, uint32_t tile_n, uint32_t cta_group) {
+    return rank * b_rows_per_cta(tile_n, cta_group);
+}
+
+// Bytes the stage's full barrier must see complete: a pair's MMA waits on the leader's barrier,
+// which both CTAs' TMA loads (.cta_group::2) complete, so it expects both CTAs' A and B boxes.
+GGEMM_SM100_HD constexpr uint32_t stage_tx_bytes(uint32_t tile_n, uint32_t cta_group) {
+    return (kRowsPerCta + b_rows_per_cta(tile_n, cta_group)) * kBlockK * 2u * cta_group;
+}
+
+// tcgen05.commit .multicast::cluster mask that reaches both CTAs of the pair (ranks 0 and 1).
+constexpr uint16_t kPairCtaMask = 0b11;
+
+// ------------------------------------------------------------------------------------------------
 // tcgen05.ld shape (9.7.16.2.3): which shape reads an accumulator row per thread.
 // ------------------------------------------------------------------------------------------------
 enum class TmemLoadShape : uint32_t { kUnsupported = 0, k32x32b = 1 };

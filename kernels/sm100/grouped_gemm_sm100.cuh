@@ -17,10 +17,25 @@
 //              one of two accumulator buffers and commits to mbarriers
 // The two accumulator buffers (2 x tile_n TMEM columns) let the epilogue of tile i overlap the
 // MMAs of tile i + 1. Scheduler, epilogue math and discrete weight maps are the ones SM90 uses.
+//
+// CTA pairs (Config<..., kCtaGroup = 2>): a cluster of two CTAs computes one 256 x tile_n tile,
+// the scheduler's tiles 2p (rank 0, the leader) and 2p + 1 (rank 1, the peer), which are the two
+// 128-row halves of one 256-row block with the same columns (kernels/common/scheduler.h). Each CTA
+// loads its own 128 rows of A and half of the tile's B rows (rank r: columns
+// [n_begin + r tile_n / 2, + tile_n / 2)) into the same shared-memory offsets, and both loads
+// complete their bytes on the LEADER's full barrier (TMA .cta_group::2). The leader's MMA thread
+// alone issues tcgen05.mma.cta_group::2 (M = 256, N = tile_n), which reads A and B from both CTAs
+// and writes each CTA's 128 rows into that CTA's TMEM (allocated with cta_group::2 by warp 5 of
+// both CTAs); its commits multicast to both CTAs' stage and accumulator barriers. The leader's
+// producer alone walks the schedule (one dynamic claim per pair) and writes each tile into both
+// CTAs' tile rings; the peer's producer and both CTAs' epilogues read their own ring and release
+// the slot and the accumulator buffer on the leader's barriers. Every epilogue drains its own
+// TMEM exactly as in cta_group::1.
 #pragma once
 
 #include <cuda_bf16.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/common/epilogue.h"
@@ -28,6 +43,8 @@
 #include "kernels/common/scheduler.h"
 #include "kernels/common/weight_maps.cuh"
 #include "kernels/sm100/encodings.h"
+#include "ptx/cluster.h"
+#include "ptx/cta_pair.h"
 #include "ptx/fence.h"
 #include "ptx/mbarrier.h"
 #include "ptx/tcgen05.h"
@@ -39,11 +56,14 @@ namespace ggemm::sm100 {
 // Largest dynamic shared memory one CTA may opt into on SM100 (227 KB).
 constexpr int kMaxSmemPerCta = 232448;
 
-template <int kTileN_, int kStages_>
+template <int kTileN_, int kStages_, int kCtaGroup_ = 1>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
-    static constexpr int kTileM = 128;            // tcgen05.mma M = 128, cta_group::1
+    static constexpr int kCtaGroup = kCtaGroup_;  // CTAs per MMA: 1, or 2 (a CTA pair, cluster of 2)
+    static constexpr int kTileM = static_cast<int>(kRowsPerCta);  // rows per CTA = TMEM lanes = A box
+    static constexpr int kMmaM = static_cast<int>(mma_m_for(kCtaGroup));  // 128 (cta_group::1), 256 (::2)
+    static constexpr int kBRows = static_cast<int>(b_rows_per_cta(kTileN, kCtaGroup));  // B box rows
     static constexpr int kBlockK = static_cast<int>(sm100::kBlockK);  // one 128-byte swizzle row
     static constexpr int kEpilogueWarps = 4;      // one per TMEM lane quarter
     static constexpr int kProducerWarp = 4;
@@ -52,23 +72,33 @@ struct Config {
     static constexpr int kTileRing = 2;           // tiles published ahead to the MMA and epilogue
     static constexpr int kGroupM = 16;            // row blocks per raster group, as SM90
     static constexpr int kMaxExperts = 1024;
-    static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
-    static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
-    static constexpr uint32_t kInstrDesc = make_instr_desc_bf16_f32(kTileM, kTileN, 1);
+    static constexpr uint32_t kABytes = kTileM * kBlockK * 2;  // per CTA and stage
+    static constexpr uint32_t kBBytes = kBRows * kBlockK * 2;
+    // What the (leader's) full barrier of a stage receives: both CTAs' loads for a pair.
+    static constexpr uint32_t kStageTxBytes = stage_tx_bytes(kTileN, kCtaGroup);
+    static constexpr uint32_t kInstrDesc = make_instr_desc_bf16_f32(kMmaM, kTileN, kCtaGroup);
     static constexpr uint32_t kTmemAllocColumns = tmem_alloc_columns(accumulator_columns(kTileN));
     static constexpr int kEpilogueChunk = kEpilogueChunkCols;  // columns per tcgen05.ld (.32x32b.x32)
 
-    static_assert(kInstrDesc != 0, "tile_n is not a valid tcgen05.mma N for M = 128 (Table 39)");
+    static_assert(kCtaGroup == 1 || kCtaGroup == 2, "tcgen05.mma has cta_group::1 and ::2 only");
+    static_assert(kInstrDesc != 0, "tile_n is not a valid tcgen05.mma N for this M (Table 39)");
+    static_assert(idesc_m(kInstrDesc) == static_cast<uint32_t>(kMmaM) &&
+                      idesc_n(kInstrDesc) == static_cast<uint32_t>(kTileN),
+                  "the instruction descriptor must carry the MMA shape");
     static_assert(kTmemAllocColumns != 0,
                   "two f32 accumulators of tile_n columns must fit the 512 TMEM columns");
-    static_assert(kTileN <= 256, "the TMA box of B is at most 256 rows");
+    static_assert(kTileN <= 256, "tcgen05.mma N and the TMA box of B are at most 256");
+    static_assert(kTileN % kCtaGroup == 0 && kBRows % kSwizzleAtomRows == 0,
+                  "each CTA's half of B is whole 8-row swizzle atoms");
     static_assert(kTileN % kEpilogueChunk == 0, "the epilogue drains whole 32-column chunks");
     static_assert(kEpilogueChunk == 32, "one tcgen05.ld.32x32b.x32 per staged chunk");
     static_assert(load_32x32b_num(kEpilogueChunk) == kEpilogueChunk, "no tcgen05.ld form for the chunk");
-    static_assert(accumulator_load_shape(kTileM, 1) == TmemLoadShape::k32x32b,
+    static_assert(accumulator_load_shape(kMmaM, kCtaGroup) == TmemLoadShape::k32x32b,
                   "the epilogue reads one accumulator row per thread");
-    static_assert(kSegmentAlignment % kTileM == 0, "a tile must never straddle two experts");
-    static_assert(kGroupM % 2 == 0, "raster groups pair row blocks");
+    static_assert(kSegmentAlignment % (kTileM * kCtaGroup) == 0,
+                  "a tile (a pair's 256 rows) must never straddle two experts");
+    static_assert(kGroupM % 2 == 0, "raster groups pair row blocks: tiles 2p, 2p + 1 share columns");
+    static_assert(kStageTxBytes == (kABytes + kBBytes) * kCtaGroup, "every CTA loads one A and one B box");
     static_assert(kABytes % kSwizzleAtomBytes == 0 && kBBytes % kSwizzleAtomBytes == 0,
                   "stage tiles are whole 1024-byte swizzle atoms, so each starts atom-aligned");
     static_assert(kEpilogueWarps == 4 && kProducerWarp % 4 == 0 && kMmaWarp == kProducerWarp + 1,
@@ -81,13 +111,14 @@ struct SharedStorage {
     // 8 rows x 128 bytes and the tcgen05 descriptors say base offset 0 (PTX ISA 9.7.16.4.1).
     struct alignas(1024) Stage {
         __nv_bfloat16 a[Cfg::kTileM * Cfg::kBlockK];
-        __nv_bfloat16 b[Cfg::kTileN * Cfg::kBlockK];
+        __nv_bfloat16 b[Cfg::kBRows * Cfg::kBlockK];  // a pair: this CTA's half of the tile's B
     };
     Stage stages[Cfg::kStages];
-    uint64_t full[Cfg::kStages];      // TMA bytes landed in the stage
+    // Pairs use the leader's full, accum_empty and tile_empty barriers only (the peer's stay idle).
+    uint64_t full[Cfg::kStages];      // TMA bytes landed in the stage (a pair: in both CTAs)
     uint64_t empty[Cfg::kStages];     // the MMAs reading the stage have completed (tcgen05.commit)
     uint64_t accum_full[2];           // the tile's last MMA has completed (tcgen05.commit)
-    uint64_t accum_empty[2];          // every epilogue warp has read the buffer out of TMEM
+    uint64_t accum_empty[2];          // every epilogue warp (of both CTAs) has read the buffer
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
@@ -103,36 +134,92 @@ struct SharedStorage {
 template <class Cfg>
 constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage<Cfg>)) + 1024;
 
-// Arrivals each barrier expects per phase.
+// Arrivals each barrier expects per phase. For a pair these are the counts of the leader's
+// barriers, which both CTAs release (the peer's consumers arrive remotely).
 template <class Cfg>
 struct Arrivals {
-    static constexpr uint32_t kFull = 1;                           // producer's expect_tx
-    static constexpr uint32_t kEmpty = 1;                          // one tcgen05.commit
-    static constexpr uint32_t kAccumFull = 1;                      // one tcgen05.commit
-    static constexpr uint32_t kAccumEmpty = Cfg::kEpilogueWarps;   // one per epilogue warp
-    static constexpr uint32_t kTileFull = 1;                       // producer
-    static constexpr uint32_t kTileEmpty = 1 + Cfg::kEpilogueWarps;  // MMA thread + epilogue warps
+    static constexpr uint32_t kFull = 1;          // the (leader's) producer's expect_tx
+    static constexpr uint32_t kEmpty = 1;         // one tcgen05.commit (a pair: multicast to both)
+    static constexpr uint32_t kAccumFull = 1;     // one tcgen05.commit (a pair: multicast to both)
+    static constexpr uint32_t kAccumEmpty = Cfg::kEpilogueWarps * Cfg::kCtaGroup;  // each epilogue warp
+    static constexpr uint32_t kTileFull = 1;      // the (leader's) producer
+    // cta_group::1: MMA thread + epilogue warps. Pair leader: its MMA thread + its epilogue warps,
+    // plus the peer's producer + the peer's epilogue warps.
+    static constexpr uint32_t kTileEmpty = (1 + Cfg::kEpilogueWarps) * Cfg::kCtaGroup;
 };
 
-// ---- producer: one thread ----------------------------------------------------------------------
+// ---- barrier access that differs between one CTA and a pair --------------------------------------
+// A pair's ring slots and accumulators are released on the LEADER's barriers, some of them by the
+// other CTA: arrive with release at cluster scope (mapa to rank 0; the leader maps to itself) and
+// wait with acquire at cluster scope. One CTA keeps the CTA-scope forms.
+template <class Cfg>
+__device__ __forceinline__ void wait_released(uint64_t* bar, uint32_t parity) {
+    if constexpr (Cfg::kCtaGroup == 2) {
+        ptx::mbarrier_wait_cluster(bar, parity);
+    } else {
+        ptx::mbarrier_wait(bar, parity);
+    }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void release_to_leader(uint64_t* bar) {
+    if constexpr (Cfg::kCtaGroup == 2) {
+        ptx::mbarrier_arrive_cluster(bar, 0);
+    } else {
+        ptx::mbarrier_arrive(bar);
+    }
+}
+
+// Leader of a pair: writes the peer's tile into the peer's ring slot and publishes it there.
+__device__ __forceinline__ void publish_to_peer(TileCoord* slot, uint64_t* tile_full, const TileCoord& tile) {
+    const uint32_t remote = ptx::cluster_shared_address(slot, 1);
+    ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, expert), static_cast<uint32_t>(tile.expert));
+    ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, row_begin), static_cast<uint32_t>(tile.row_begin));
+    ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, n_begin), static_cast<uint32_t>(tile.n_begin));
+    ptx::mbarrier_arrive_cluster(tile_full, 1);  // release.cluster: the stores above come first
+}
+
+// ---- producer: one thread per CTA ----------------------------------------------------------------
+// The walker (the one CTA, or a pair's leader) claims work units: tiles, or for a pair the tile
+// pairs (2p, 2p + 1), one dynamic claim per unit. It publishes each tile to its own ring and, for
+// a pair, tile 2p + 1 to the peer's ring. The peer's producer takes its tiles from its ring.
+// Then every producer streams its own A rows and its part of B into its stage ring.
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
-                                        const CUtensorMap* b_map, const KernelArgs& args) {
+                                        const CUtensorMap* b_map, const KernelArgs& args, uint32_t rank) {
+    constexpr bool kPair = Cfg::kCtaGroup == 2;
     const bool discrete = args.weight_mode == kDiscrete;
+    const bool walker = rank == 0;
     GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(
         s.offsets, discrete ? args.b_ptrs : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     const bool dynamic = args.scheduler == kDynamic;
+    // Static rule: unit u goes to CTA (cluster) u % count. The grid is a multiple of the cluster.
+    const int64_t first_unit = kPair ? ptx::cluster_id_x() : blockIdx.x;
+    const int64_t unit_stride = kPair ? ptx::cluster_count_x() : gridDim.x;
+    // Column offset of this CTA's part of B: a pair's peer loads the second half.
+    const int32_t b_offset = static_cast<int32_t>(b_row_offset(rank, Cfg::kTileN, Cfg::kCtaGroup));
 
-    int64_t index = dynamic ? atomicAdd(args.tile_counter, 1u) : blockIdx.x;
+    int64_t unit = !walker ? 0 : dynamic ? atomicAdd(args.tile_counter, 1u) : first_unit;
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = schedule.tile(index);
         const uint32_t slot = i % Cfg::kTileRing;
-        ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
-        s.tiles[slot] = tile;
-        ptx::mbarrier_arrive(&s.tile_full[slot]);
+        const uint32_t ring_parity = (i / Cfg::kTileRing) & 1;
+        TileCoord tile;
+        if (walker) {
+            // Tiles 2p and 2p + 1 exist together: every expert has an even number of 128-row
+            // blocks (256-aligned segments), and the raster pairs them (scheduler.h).
+            tile = schedule.tile(unit * Cfg::kCtaGroup);
+            wait_released<Cfg>(&s.tile_empty[slot], ring_parity ^ 1);
+            s.tiles[slot] = tile;
+            ptx::mbarrier_arrive(&s.tile_full[slot]);
+            if constexpr (kPair) publish_to_peer(&s.tiles[slot], &s.tile_full[slot], schedule.tile(unit * 2 + 1));
+        } else {
+            ptx::mbarrier_wait_cluster(&s.tile_full[slot], ring_parity);
+            tile = s.tiles[slot];
+            release_to_leader<Cfg>(&s.tile_empty[slot]);
+        }
         if (tile.expert < 0) {
             // Tail: wait until the MMAs have released every stage, so that no tcgen05.commit
             // arrival is still headed for this CTA's shared memory when it exits.
@@ -145,25 +232,37 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             }
             return;
         }
-        // Claim the next tile now so the atomic's latency hides behind this tile's loads.
-        index = dynamic ? atomicAdd(args.tile_counter, 1u) : index + gridDim.x;
+        // Claim the next unit now so the atomic's latency hides behind this tile's loads.
+        if (walker) unit = dynamic ? atomicAdd(args.tile_counter, 1u) : unit + unit_stride;
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
         if (discrete && tile.expert != mapped_expert) {
             ptx::fence_proxy_tensormap_acquire(expert_map);
             mapped_expert = tile.expert;
         }
+        const int32_t b_row = tile.n_begin + b_offset;
         for (int32_t kb = 0; kb < k_blocks; ++kb) {
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
             auto& st = s.stages[stage];
             // Out-of-bounds box elements (K and N tails) are zero-filled and still counted.
-            ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
+            // A pair's leader expects both CTAs' bytes; the peer's loads only complete bytes.
+            if (walker) ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kStageTxBytes);
             const int32_t k = kb * Cfg::kBlockK;
-            ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
-            if (discrete) {
-                ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
+            if constexpr (kPair) {
+                const uint32_t full = ptx::cluster_shared_address(&s.full[stage], 0);
+                ptx::tma_load_2d_pair(st.a, a_map, full, k, tile.row_begin);
+                if (discrete) {
+                    ptx::tma_load_2d_pair(st.b, expert_map, full, k, b_row);
+                } else {
+                    ptx::tma_load_3d_pair(st.b, b_map, full, k, b_row, tile.expert);
+                }
             } else {
-                ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
+                ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
+                if (discrete) {
+                    ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, b_row);
+                } else {
+                    ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, b_row, tile.expert);
+                }
             }
             if (++stage == Cfg::kStages) {
                 stage = 0;
@@ -173,9 +272,21 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     }
 }
 
-// ---- MMA issuer: one thread ----------------------------------------------------------------------
+// tcgen05.commit of this thread's MMAs to `bar`; a pair's to `bar` in both CTAs.
+template <class Cfg>
+__device__ __forceinline__ void commit(uint64_t* bar) {
+    if constexpr (Cfg::kCtaGroup == 2) {
+        ptx::tcgen05_commit_pair_multicast(bar, kPairCtaMask);
+    } else {
+        ptx::tcgen05_commit(bar);
+    }
+}
+
+// ---- MMA issuer: one thread (a pair: in the leader only) ----------------------------------------
 // Tile i accumulates into buffer i % 2. Per k-block: 4 MMAs of K = 16, then a commit that frees the
 // stage once they complete; after the last k-block, a commit that hands the buffer to the epilogue.
+// A pair's MMAs (cta_group::2, M = 256) read the same stage offsets in both CTAs, so the commits
+// multicast to both CTAs' barriers: both producers reuse the stage, both epilogues drain.
 template <class Cfg>
 __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArgs& args,
                                           uint32_t tmem_base) {
@@ -190,7 +301,7 @@ __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArg
 
         const uint32_t buffer = i & 1;
         const uint32_t use = (i >> 1) & 1;
-        ptx::mbarrier_wait(&s.accum_empty[buffer], use ^ 1);  // the epilogue drained it
+        wait_released<Cfg>(&s.accum_empty[buffer], use ^ 1);  // the epilogue(s) drained it
         ptx::tcgen05_fence_after_thread_sync();
         const uint32_t d_tmem = tmem_base + accumulator_column(buffer, Cfg::kTileN);
 
@@ -201,22 +312,28 @@ __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArg
             const uint64_t b_desc = kmajor_sw128_descriptor(ptx::smem_addr(s.stages[stage].b));
 #pragma unroll
             for (uint32_t k = 0; k < Cfg::kBlockK / kMmaK; ++k) {
-                ptx::tcgen05_mma_f16_cta1(d_tmem, advance_k_step(a_desc, k), advance_k_step(b_desc, k),
-                                          Cfg::kInstrDesc, kb > 0 || k > 0);
+                if constexpr (Cfg::kCtaGroup == 2) {
+                    ptx::tcgen05_mma_f16_cta2(d_tmem, advance_k_step(a_desc, k), advance_k_step(b_desc, k),
+                                              Cfg::kInstrDesc, kb > 0 || k > 0);
+                } else {
+                    ptx::tcgen05_mma_f16_cta1(d_tmem, advance_k_step(a_desc, k), advance_k_step(b_desc, k),
+                                              Cfg::kInstrDesc, kb > 0 || k > 0);
+                }
             }
-            ptx::tcgen05_commit(&s.empty[stage]);
+            commit<Cfg>(&s.empty[stage]);
             if (++stage == Cfg::kStages) {
                 stage = 0;
                 phase ^= 1;
             }
         }
-        ptx::tcgen05_commit(&s.accum_full[buffer]);
+        commit<Cfg>(&s.accum_full[buffer]);
     }
 }
 
 // ---- epilogue: warps 0-3 -------------------------------------------------------------------------
 // Layout D (M = 128, cta_group::1): tile row r is TMEM lane r, tile column c is column
-// (buffer base + c). Warp w reads lanes [32 w, 32 w + 32) with tcgen05.ld.32x32b.x32: thread t of
+// (buffer base + c). A pair (M = 256, cta_group::2) keeps the same per-CTA picture: the CTA's 128
+// rows of the 256 are lanes 0-127 of its own TMEM, tile_n columns. Warp w reads lanes [32 w, 32 w + 32) with tcgen05.ld.32x32b.x32: thread t of
 // the warp gets row 32 w + t, columns [32 chunk, +32), one register per column. The warp stages the
 // 32 x 32 slice in its own shared buffer and hands it to store_chunk (the SM90 epilogue), which
 // stores whole row segments with vector stores. Warps never wait for each other.
@@ -228,10 +345,10 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
     float* staged = s.epilogue[warp];
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
-        ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
+        wait_released<Cfg>(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);  // a pair's peer: leader-written
         const TileCoord tile = s.tiles[slot];
         __syncwarp();
-        if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
+        if (lane == 0) release_to_leader<Cfg>(&s.tile_empty[slot]);
         if (tile.expert < 0) return;
 
         const uint32_t buffer = i & 1;
@@ -268,7 +385,7 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
         // warp overwrite the buffer.
         ptx::tcgen05_fence_before_thread_sync();
         __syncwarp();
-        if (lane == 0) ptx::mbarrier_arrive(&s.accum_empty[buffer]);
+        if (lane == 0) release_to_leader<Cfg>(&s.accum_empty[buffer]);
     }
 }
 
@@ -279,12 +396,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                        const __grid_constant__ CUtensorMap b_map, const KernelArgs args) {
     static_assert(kSmemBytes<Cfg> <= kMaxSmemPerCta, "stages + barriers + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM100A)
+    constexpr bool kPair = Cfg::kCtaGroup == 2;
+    // Dynamic shared memory starts at the same offset in every CTA of the kernel, so a pair's two
+    // SharedStorage copies sit at the same offsets, as the pair MMA, mapa and multicast require.
     extern __shared__ uint8_t smem_raw[];
     auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
     const int thread = threadIdx.x;
     const int warp = thread / 32;
     const int lane = thread % 32;
+    const uint32_t rank = kPair ? ptx::cluster_cta_rank() : 0;  // 0: the pair's leader
     using Count = Arrivals<Cfg>;
 
     if (thread == 0) {
@@ -306,8 +427,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (warp == Cfg::kMmaWarp) {
         // One CTA per SM (shared memory sees to it), so the columns are free; give up the permit
         // at once so a CTA of a following kernel need not wait for this one to exit to allocate.
-        ptx::tmem_alloc(&s.tmem_base, Cfg::kTmemAllocColumns);
-        ptx::tmem_relinquish_alloc_permit();
+        // A pair allocates collectively: this warp in each CTA, the same columns in both TMEMs
+        // (PTX ISA 9.7.16.5, Table 46: the first warp may block until the peer's joins).
+        if constexpr (kPair) {
+            ptx::tmem_alloc_pair(&s.tmem_base, Cfg::kTmemAllocColumns);
+            ptx::tmem_relinquish_alloc_permit_pair();
+        } else {
+            ptx::tmem_alloc(&s.tmem_base, Cfg::kTmemAllocColumns);
+            ptx::tmem_relinquish_alloc_permit();
+        }
     }
     if (thread == Cfg::kProducerWarp * 32) {
         ptx::tma_prefetch_map(&a_map);
@@ -315,9 +443,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     // Every role walks the experts: keep the offsets in shared memory.
     for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
-    // The TMEM address was written by the tensor-core side: fence around the CTA barrier.
+    // The TMEM address was written by the tensor-core side: fence around the CTA barrier. A pair
+    // syncs the cluster: the peer's loads, arrivals and tile stores target the leader's barriers
+    // and ring (and the leader's the peer's), which must be initialized first.
     ptx::tcgen05_fence_before_thread_sync();
-    __syncthreads();
+    if constexpr (kPair) {
+        ptx::cluster_sync();
+    } else {
+        __syncthreads();
+    }
     ptx::tcgen05_fence_after_thread_sync();
     const uint32_t tmem_base = s.tmem_base;
 
@@ -334,20 +468,31 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (warp < Cfg::kEpilogueWarps) {
         drain<Cfg>(s, args, tmem_base);
     } else if (warp == Cfg::kProducerWarp) {
-        if (lane == 0) produce<Cfg>(s, &a_map, &b_map, args);
+        if (lane == 0) produce<Cfg>(s, &a_map, &b_map, args, rank);
         __syncwarp();
     } else {
-        if (lane == 0) issue_mma<Cfg>(s, args, tmem_base);
+        if (lane == 0 && rank == 0) issue_mma<Cfg>(s, args, tmem_base);
         __syncwarp();
     }
 
     // Every accumulator was committed and drained (the epilogue waited on each accum_full and
-    // finished its loads); only then may the allocating warp free the columns.
+    // finished its loads); only then may the allocating warp free the columns. A pair syncs the
+    // cluster: no MMA of the leader may still write the peer's TMEM, no arrival of either CTA may
+    // still be headed for the other's barriers, and the peer's dealloc joins the leader's
+    // (Table 47 of PTX ISA 9.7.16.5 is this sequence).
     ptx::tcgen05_fence_before_thread_sync();
-    __syncthreads();
+    if constexpr (kPair) {
+        ptx::cluster_sync();
+    } else {
+        __syncthreads();
+    }
     if (warp == Cfg::kMmaWarp) {
         ptx::tcgen05_fence_after_thread_sync();
-        ptx::tmem_dealloc(tmem_base, Cfg::kTmemAllocColumns);
+        if constexpr (kPair) {
+            ptx::tmem_dealloc_pair(tmem_base, Cfg::kTmemAllocColumns);
+        } else {
+            ptx::tmem_dealloc(tmem_base, Cfg::kTmemAllocColumns);
+        }
     }
 #endif
 }
@@ -358,8 +503,11 @@ cudaError_t prepare() {
                                 kSmemBytes<Cfg>);
 }
 
+// A pair kernel is launched in clusters of two CTAs along x (rank = blockIdx.x % 2); the planner's
+// grid is a multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid).
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
+    if (p.grid <= 0 || p.grid % Cfg::kCtaGroup != 0) return cudaErrorInvalidConfiguration;
     if (p.args.weight_mode == kDiscrete) {
         const cudaError_t built = launch_build_weight_maps(p, stream);
         if (built != cudaSuccess) return built;
@@ -369,6 +517,15 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
     config.blockDim = dim3(Cfg::kThreads);
     config.dynamicSmemBytes = kSmemBytes<Cfg>;
     config.stream = stream;
+    cudaLaunchAttribute cluster[1] = {};
+    if constexpr (Cfg::kCtaGroup > 1) {
+        cluster[0].id = cudaLaunchAttributeClusterDimension;
+        cluster[0].val.clusterDim.x = Cfg::kCtaGroup;
+        cluster[0].val.clusterDim.y = 1;
+        cluster[0].val.clusterDim.z = 1;
+        config.attrs = cluster;
+        config.numAttrs = 1;
+    }
     return cudaLaunchKernelEx(&config, grouped_gemm_sm100<Cfg>, p.a_map, p.b_map, p.args);
 }
 

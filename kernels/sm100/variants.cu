@@ -1,6 +1,8 @@
-// The SM100 kernel variants the planner chooses from: one per tile width, 128 rows (cta_group::1).
+// The SM100 kernel variants the planner chooses from: per tile width, 128-row tiles on one CTA
+// (cta_group::1) and 256-row tiles on a CTA pair (cta_group::2, cluster of 2 along M; each CTA
+// holds 128 rows of A and half of the tile's B, so a stage is smaller and more of them fit).
 // Stages fill the shared memory (227 KB per CTA on SM100) that the tile leaves; TMEM holds two
-// accumulators of tile_n f32 columns each (at most 512 columns).
+// accumulators of tile_n f32 columns each (at most 512 columns), per CTA.
 //
 // These kernels have never run: no SM100 GPU was available (docs/SM100.md).
 #include "kernels/common/variants.h"
@@ -13,13 +15,13 @@ template <class Cfg>
 constexpr KernelVariant sm100_variant(const char* name) {
     return {name,
             100,
-            Cfg::kTileM,
+            /*tile_m=*/Cfg::kTileM * Cfg::kCtaGroup,  // rows per tile: a pair computes 256
             Cfg::kTileN,
             Cfg::kBlockK,
             Cfg::kStages,
-            /*cluster_m=*/1,
-            /*a_box_rows=*/Cfg::kTileM,
-            /*b_box_rows=*/Cfg::kTileN,
+            /*cluster_m=*/Cfg::kCtaGroup,
+            /*a_box_rows=*/Cfg::kTileM,                // each CTA loads its own 128 rows of A
+            /*b_box_rows=*/Cfg::kBRows,                // and its part of B (a pair: tile_n / 2)
             sm100::kSmemBytes<Cfg>,
             Cfg::kThreads,
             &sm100::prepare<Cfg>,
@@ -29,11 +31,18 @@ constexpr KernelVariant sm100_variant(const char* name) {
 using Tile256 = sm100::Config<256, 4>;  // 48 KB per stage, 512 TMEM columns
 using Tile192 = sm100::Config<192, 5>;  // 40 KB per stage, 384 -> 512 TMEM columns
 using Tile128 = sm100::Config<128, 6>;  // 32 KB per stage, 256 TMEM columns
+// CTA pairs: per CTA, A 16 KB + B tile_n / 2 rows per stage.
+using Pair256 = sm100::Config<256, 6, 2>;  // 32 KB per stage, 512 TMEM columns in each CTA
+using Pair192 = sm100::Config<192, 7, 2>;  // 28 KB per stage, 384 -> 512 TMEM columns
+using Pair128 = sm100::Config<128, 8, 2>;  // 24 KB per stage, 256 TMEM columns
 
 const KernelVariant kVariants[] = {
     sm100_variant<Tile256>("sm100_tma_tcgen05_128x256x64_s4"),
     sm100_variant<Tile192>("sm100_tma_tcgen05_128x192x64_s5"),
     sm100_variant<Tile128>("sm100_tma_tcgen05_128x128x64_s6"),
+    sm100_variant<Pair256>("sm100_tma_tcgen05_256x256x64_s6_c2"),
+    sm100_variant<Pair192>("sm100_tma_tcgen05_256x192x64_s7_c2"),
+    sm100_variant<Pair128>("sm100_tma_tcgen05_256x128x64_s8_c2"),
 };
 
 }  // namespace

@@ -160,19 +160,29 @@ TEST_CASE("sm_margin shrinks the grid, rounded down to whole clusters") {
 TEST_CASE("the grid-use factor penalizes a cluster that idles SMs") {
     std::vector<ggemm::KernelVariant> variants = {variant("c1", 90, 128, 256, 1), variant("c2", 90, 128, 256, 2)};
     ggemm_plan_desc desc = valid_desc();
-    CHECK(std::string(plan_for(desc, variants).variant.name) == "c2");  // cluster 2 preferred
-    // 131 SMs: a cluster of 2 idles one (130/131), still better than giving up multicast.
+    // Single-CTA tiles are preferred until the pair kernels have run on hardware (heuristics.cpp).
+    CHECK(std::string(plan_for(desc, variants).variant.name) == "c1");
+    // 131 SMs: a cluster of 2 idles one.
     desc.sm_margin = 1;
     const ggemm::VariantScore c2 = ggemm::score_variant(variants[1], desc.n, 132, 1);
     CHECK(c2.grid_use == doctest::Approx(130.0 / 131.0));
-    CHECK(std::string(plan_for(desc, variants).variant.name) == "c2");
+    CHECK(c2.grid == 130);
+    const ggemm::VariantScore c1 = ggemm::score_variant(variants[0], desc.n, 132, 1);
+    CHECK(c1.grid_use == doctest::Approx(1.0));
+    CHECK(c2.total < c1.total);
     // 3 SMs: a cluster of 2 idles a third of the device.
+    CHECK(ggemm::score_variant(variants[1], desc.n, 3, 0).grid_use == doctest::Approx(2.0 / 3.0));
     ggemm::DeviceInfo small = sm90_device();
     small.sm_count = 3;
     desc.sm_margin = 0;
     const ggemm_plan plan = plan_for(desc, variants, small);
     CHECK(std::string(plan.variant.name) == "c1");
     CHECK(plan.grid == 3);
+    // Asked for explicitly, the pair is honoured and its grid is whole clusters.
+    desc.cluster_m = 2;
+    const ggemm_plan pair = plan_for(desc, variants, small);
+    CHECK(std::string(pair.variant.name) == "c2");
+    CHECK(pair.grid == 2);
 }
 
 TEST_CASE("only the device's architecture is considered") {

@@ -130,6 +130,58 @@ TEST_CASE("sm100 instruction descriptor: kind::f16, bf16 x bf16 -> f32 (PTX ISA 
     }
 }
 
+TEST_CASE("sm100 instruction descriptor: CTA pair, M = 256 (PTX ISA 9.7.16.4.2 Table 42, 9.7.16.2.1 Table 39)") {
+    // cta_group::2 takes the whole pair's M in the descriptor: M = 256 -> M >> 4 = 16 = 0b10000 at
+    // bits 24-28 -> 16 << 24 = 0x1000'0000 (the top bit of the 5-bit field; bit 23 and bit 29 stay 0).
+    // Types and majorness as for cta_group::1: 0x490.
+    //   N = 256: 32 << 17 = 0x0040'0000
+    CHECK(make_instr_desc_bf16_f32(256, 256, 2) == 0x1040'0490u);
+    //   N = 192: 24 << 17 = 0x0030'0000
+    CHECK(make_instr_desc_bf16_f32(256, 192, 2) == 0x1030'0490u);
+    //   N = 128: 16 << 17 = 0x0020'0000
+    CHECK(make_instr_desc_bf16_f32(256, 128, 2) == 0x1020'0490u);
+    //   N = 16 (the smallest pair N): 2 << 17 = 0x0004'0000
+    CHECK(make_instr_desc_bf16_f32(256, 16, 2) == 0x1004'0490u);
+    //   cta_group::2 with M = 128 (64 rows per CTA): 8 << 24, as cta_group::1 M = 128
+    CHECK(make_instr_desc_bf16_f32(128, 256, 2) == 0x0840'0490u);
+    // Field readback over every pair N of Table 39 (16..256 step 16): M reads 256, never 0 (a
+    // 4-bit field or a field at bit 23 would lose or move the top bit), and no reserved bit is set.
+    for (uint32_t n = 16; n <= 256; n += 16) {
+        const uint32_t d = make_instr_desc_bf16_f32(256, n, 2);
+        CAPTURE(n);
+        CHECK(idesc_m(d) == 256u);
+        CHECK(idesc_n(d) == n);
+        CHECK((d >> 24) == 0x10u);
+        CHECK((d & ((1u << 6) | (1u << 23) | (1u << 29))) == 0u);
+    }
+}
+
+TEST_CASE("sm100 CTA pair: operand split and stage bytes (PTX ISA 9.7.16.2.1, 9.7.16.5)") {
+    // M = 128 per CTA; the pair's MMA has M = 256.
+    CHECK(mma_m_for(1) == 128u);
+    CHECK(mma_m_for(2) == 256u);
+    // B: each CTA of a pair holds half of the tile's N rows, rank 1 the upper half.
+    CHECK(b_rows_per_cta(256, 2) == 128u);
+    CHECK(b_rows_per_cta(192, 2) == 96u);
+    CHECK(b_rows_per_cta(128, 2) == 64u);
+    CHECK(b_rows_per_cta(256, 1) == 256u);
+    CHECK(b_row_offset(0, 256, 2) == 0u);
+    CHECK(b_row_offset(1, 256, 2) == 128u);
+    CHECK(b_row_offset(1, 192, 2) == 96u);
+    CHECK(b_row_offset(0, 256, 1) == 0u);
+    // Bytes a stage's full barrier expects, bf16 (2 bytes), 64 K per stage:
+    //   one CTA, N = 256: A 128 x 64 x 2 = 16384 + B 256 x 64 x 2 = 32768 -> 49152
+    CHECK(stage_tx_bytes(256, 1) == 49152u);
+    //   pair, N = 256: per CTA A 16384 + B 128 x 64 x 2 = 16384; both CTAs -> 65536
+    CHECK(stage_tx_bytes(256, 2) == 65536u);
+    //   pair, N = 192: per CTA 16384 + 96 x 128 = 12288; both -> 57344
+    CHECK(stage_tx_bytes(192, 2) == 57344u);
+    //   pair, N = 128: per CTA 16384 + 8192; both -> 49152
+    CHECK(stage_tx_bytes(128, 2) == 49152u);
+    // The multicast commit reaches ranks 0 and 1.
+    CHECK(kPairCtaMask == 0x3u);
+}
+
 TEST_CASE("sm100 instruction descriptor: shapes outside Table 39 are refused (PTX ISA 9.7.16.2.1)") {
     // cta_group::1 dense f16/bf16 -> f32: M in {64, 128}; N = 8..256 in steps of 8.
     CHECK(is_valid_mma_shape(128, 8, 1));
@@ -204,25 +256,35 @@ TEST_CASE("sm100 variants: every registered kernel is a shape the encodings acce
     REQUIRE(count > 0);
     REQUIRE(variants != nullptr);
     std::set<std::string> names;
+    int pairs = 0;
     for (int i = 0; i < count; ++i) {
         const ggemm::KernelVariant& v = variants[i];
         CAPTURE(v.name);
         CHECK(names.insert(v.name).second);
         CHECK(std::strncmp(v.name, "sm100_", 6) == 0);
         CHECK(v.arch == 100);
-        CHECK(v.tile_m == 128);  // cta_group::1, M = 128
-        CHECK(v.cluster_m == 1);
-        CHECK(make_instr_desc_bf16_f32(v.tile_m, v.tile_n, 1) != 0u);
-        CHECK(tmem_alloc_columns(accumulator_columns(v.tile_n)) != 0u);
+        // cluster_m is the CTA group: 1 (M = 128 on one CTA) or 2 (M = 256 on a CTA pair).
+        REQUIRE((v.cluster_m == 1 || v.cluster_m == 2));
+        const uint32_t cta_group = static_cast<uint32_t>(v.cluster_m);
+        pairs += v.cluster_m == 2;
+        CHECK(v.tile_m == 128 * v.cluster_m);
+        CHECK(make_instr_desc_bf16_f32(v.tile_m, v.tile_n, cta_group) != 0u);
+        CHECK(idesc_m(make_instr_desc_bf16_f32(v.tile_m, v.tile_n, cta_group)) == static_cast<uint32_t>(v.tile_m));
+        CHECK(tmem_alloc_columns(accumulator_columns(v.tile_n)) != 0u);  // per CTA: all N columns
         CHECK(v.block_k == static_cast<int32_t>(kBlockK));
-        CHECK(v.a_box_rows == v.tile_m);
-        CHECK(v.b_box_rows == v.tile_n);
-        CHECK(v.b_box_rows <= 256);  // TMA box dimension limit
-        // The stage ring alone: A and B tiles of every stage, bf16.
-        CHECK(v.smem_bytes >= v.stages * (v.tile_m + v.tile_n) * v.block_k * 2);
+        // The host encodes these boxes (src/tensor_map.cpp): each CTA's own 128 rows of A and its
+        // part of B.
+        CHECK(v.a_box_rows == 128);
+        CHECK(v.b_box_rows == static_cast<int32_t>(b_rows_per_cta(v.tile_n, cta_group)));
+        CHECK(v.b_box_rows * v.cluster_m == v.tile_n);
+        CHECK(v.b_box_rows % 8 == 0);  // whole 8-row swizzle atoms
+        CHECK(v.b_box_rows <= 256);    // TMA box dimension limit
+        // The stage ring alone: one CTA's A and B boxes of every stage, bf16.
+        CHECK(v.smem_bytes >= v.stages * (v.a_box_rows + v.b_box_rows) * v.block_k * 2);
         CHECK(v.smem_bytes <= 232448);  // 227 KB: the most one SM100 CTA may opt into
         CHECK(v.threads == 192);        // 4 epilogue warps (one per TMEM lane quarter) + TMA + MMA
         CHECK(static_cast<bool>(v.prepare != nullptr));
         CHECK(static_cast<bool>(v.launch != nullptr));
     }
+    CHECK(pairs >= 1);  // the cta_group::2 kernel is registered
 }

@@ -5,10 +5,16 @@
 #   sm_100a  every grouped_gemm_sm100 kernel contains the tcgen05 MMA (UTCHMMA), the TMEM load
 #            (LDTM), TMEM allocation and release (UTCATOMSWS.FIND_AND_SET / UTCATOMSWS.AND), the
 #            MMA-completion commit to an mbarrier (UTCBAR), TMA loads (UTMALDG) and mbarrier waits
-#            (SYNCS.PHASECHK); no local memory (no LDL/STL, LOCAL:0, STACK:0)
+#            (SYNCS.PHASECHK); no local memory (no LDL/STL, LOCAL:0, STACK:0). The one-CTA kernels
+#            (Config<N, stages, 1>) use only the cta_group::1 forms; the CTA-pair kernels
+#            (Config<N, stages, 2>) only the cta_group::2 forms: UTCHMMA.2CTA,
+#            UTCBAR.2CTA.MULTICAST, UTCATOMSWS.2CTA.FIND_AND_SET, UTMALDG.xD.2CTA, and the cluster
+#            barrier (UCGABAR_ARV / UCGABAR_WAIT) around barrier init and TMEM release
 #   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; no local memory
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.h and ptx/tmem.h
-#            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists)
+#            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
+#            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
+#            loads, stores), fence, cluster, named-barrier and wgmma wrappers on sm_90a
 #
 # The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
 # for tcgen05.mma.kind::f16 (UTCHMMA.2CTA for cta_group::2), UTCBAR for tcgen05.commit,
@@ -136,15 +142,53 @@ check_kernels() {
     fi
 }
 
+# check_absent SET NAME_PATTERN MNEMONIC...: no function in $work/SET/ whose name matches contains
+# any of the mnemonics (e.g. a cta_group::1 MMA in a pair kernel).
+check_absent() {
+    local arch="$1" pattern="$2"
+    shift 2
+    local file name mnemonic clean
+    for file in "$work/$arch"/*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ $pattern ]] || continue
+        clean=1
+        for mnemonic in "$@"; do
+            if grep -qE "^[[:space:]]*/\*[0-9a-f]+\*/[[:space:]]+(@!?U?P[0-9T] +)?${mnemonic}" "$file"; then
+                fail "$arch $name: contains ${mnemonic//\\/}, which this kernel must not use"
+                clean=0
+            fi
+        done
+        [[ $clean -eq 1 ]] && pass "$arch $name: none of: ${*//\\/}"
+    done
+}
+
 "$cuobjdump" -lelf "$library" >"$work/elves.txt" 2>&1 || true
 for arch in sm_100a sm_90a; do
     if grep -q "$arch" "$work/elves.txt"; then pass "library embeds $arch code"; else fail "library embeds no $arch code"; fi
 done
 
+# Kernel names: ggemm::sm100::grouped_gemm_sm100<Config<tile_n, stages, cta_group>> mangles the
+# CTA group as the third template argument (...ConfigILi256ELi4ELi1EE...).
+sm100_single='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi1EE'
+sm100_pair='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi2EE'
 if disassemble sm_100a; then
-    check_kernels sm_100a 'grouped_gemm_sm100' \
-        'UTCHMMA ' 'LDTM\.x32' 'UTCATOMSWS\.FIND_AND_SET' 'UTCATOMSWS\.AND' 'UTCBAR ' \
-        'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
+    check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK'
+    check_kernels sm_100a "$sm100_single" \
+        'UTCHMMA ' 'UTCATOMSWS\.FIND_AND_SET' 'UTCBAR ' 'UTMALDG\.[23]D '
+    check_absent sm_100a "$sm100_single" '[A-Z0-9_.]*\.2CTA' 'UCGABAR'
+    check_kernels sm_100a "$sm100_pair" \
+        'UTCHMMA\.2CTA ' 'UTCATOMSWS\.2CTA\.FIND_AND_SET' 'UTCBAR\.2CTA\.MULTICAST ' \
+        'UTMALDG\.2D\.2CTA ' 'UTMALDG\.3D\.2CTA ' 'UCGABAR_ARV' 'UCGABAR_WAIT'
+    check_absent sm_100a "$sm100_pair" 'UTCHMMA ' 'UTCBAR ' 'UTCATOMSWS\.FIND_AND_SET' 'UTMALDG\.[23]D '
+    # Every sm100 GEMM kernel is one of the two kinds (a renamed Config would otherwise slip by).
+    for file in "$work/sm_100a"/*grouped_gemm_sm100*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        if [[ ! "$name" =~ $sm100_single && ! "$name" =~ $sm100_pair ]]; then
+            fail "sm_100a $name: neither a one-CTA nor a CTA-pair Config; update check_sass.sh"
+        fi
+    done
 fi
 if disassemble sm_90a; then
     check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
@@ -189,6 +233,25 @@ else
         'UVIRTCOUNT\.DEALLOC'
     check_kernels sm_100a_probe 'ptx_wrappers_sm100_cta2' \
         'UTCHMMA\.2CTA' 'UTCBAR\.2CTA\.MULTICAST' 'UTCATOMSWS\.2CTA\.FIND_AND_SET' 'UTCATOMSWS\.AND'
+fi
+
+# ---- every SM90 wrapper (mbarrier, TMA loads and stores, fences, cluster, wgmma) assembles ---------
+if [[ -n "$nvcc" ]]; then
+    if ! "$nvcc" -std=c++17 --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a -cubin \
+            -I"$repo" -o "$work/wrappers90.cubin" "$here/ptx_wrappers_sm90.cu" 2>"$work/wrappers90.err"; then
+        fail "ptx_wrappers_sm90.cu does not assemble for sm_90a: $(head -c 600 "$work/wrappers90.err")"
+    else
+        "$cuobjdump" -sass "$work/wrappers90.cubin" >"$work/probe90.sass" 2>&1
+        split_functions "$work/probe90.sass" "$work/sm_90a_probe"
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' \
+            'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' \
+            'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
+            'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC'
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_setmaxnreg' 'USETMAXREG\.DEALLOC' 'USETMAXREG\.TRY_ALLOC'
+    fi
 fi
 
 if [[ $failures -ne 0 ]]; then

@@ -1,0 +1,140 @@
+// CTA pairs (cta_group::2 on SM100): the cluster-side PTX a pair kernel needs besides tcgen05.h and
+// tmem.h: the cluster's index, addressing the peer CTA's shared memory, waiting on a barrier that
+// the other CTA arrives on, and TMA loads that complete their bytes on the pair leader's barrier.
+// PTX ISA 9.7.9.25 (cp.async.bulk.tensor, .cta_group), 9.7.13.15 (mbarrier.try_wait .cluster),
+// 9.7.9.21 (mapa), 10 (%clusterid, %nclusterid). sm_100a only (the .cta_group TMA form needs it;
+// the rest would also assemble for sm_90a, but only the pair kernel uses them).
+#pragma once
+
+#include <cstdint>
+
+#include "common.h"
+
+#if defined(GGEMM_DEBUG_BARRIERS)
+#include <cstdio>
+#endif
+
+namespace ggemm::ptx {
+
+// mov.u32 %0, %clusterid.x;  mov.u32 %0, %nclusterid.x;                      PTX 7.8, sm_90
+// The cluster's index in the grid and the number of clusters (1-D grids: x only).
+__device__ __forceinline__ uint32_t cluster_id_x() {
+#if defined(GGEMM_PTX_SM100A)
+    uint32_t id;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(id));
+    return id;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return 0;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cluster_count_x() {
+#if defined(GGEMM_PTX_SM100A)
+    uint32_t n;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(n));
+    return n;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return 1;
+#endif
+}
+
+// mapa.shared::cluster.u32 dst, addr, rank;                                   PTX 7.8, sm_90
+// The shared::cluster address of the variable at the same offset as `ptr` in CTA `cta_rank`.
+__device__ __forceinline__ uint32_t cluster_shared_address(const void* ptr, uint32_t cta_rank) {
+#if defined(GGEMM_PTX_SM100A)
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(ptr)), "r"(cta_rank));
+    return remote;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return 0;
+#endif
+}
+
+// st.shared::cluster.u32 [addr], value;                                       PTX 7.8, sm_90
+// A weak store into another CTA's shared memory; publish it with a release arrive on a barrier
+// of that CTA (mbarrier_arrive_cluster).
+__device__ __forceinline__ void st_shared_cluster_u32(uint32_t cluster_address, uint32_t value) {
+#if defined(GGEMM_PTX_SM100A)
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(cluster_address), "r"(value) : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [addr], parity, 0x989680;
+//                                                                             PTX 8.0, sm_90
+// As mbarrier_try_wait_parity, with acquire at cluster scope: for barriers that threads of the
+// other CTA arrive on with release.cluster, so that what they wrote before arriving (a tile slot,
+// their last TMEM reads) is ordered before what this thread does next.
+__device__ __forceinline__ bool mbarrier_try_wait_parity_cluster(uint64_t* bar, uint32_t parity) {
+#if defined(GGEMM_PTX_SM100A)
+    uint32_t done;
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2, 0x989680;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return false;
+#endif
+}
+
+// Blocks until the phase with `parity` completes (cluster-scope acquire). Debug builds bound the
+// wait and trap, as ptx::mbarrier_wait does.
+__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar, uint32_t parity) {
+#if defined(GGEMM_DEBUG_BARRIERS)
+    const long long start = clock64();
+    while (!mbarrier_try_wait_parity_cluster(bar, parity)) {
+        if (clock64() - start > (1ll << 32)) {  // about 2 s at 2 GHz
+            printf("ggemm: cluster mbarrier wait timed out: block %d thread %d barrier smem 0x%x parity %u\n",
+                   blockIdx.x, threadIdx.x, smem_addr(bar), parity);
+            __trap();
+        }
+    }
+#else
+    while (!mbarrier_try_wait_parity_cluster(bar, parity)) {
+    }
+#endif
+}
+
+// cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2
+//     [dst], [map, {c0, c1}], [bar];                                          PTX 8.6, sm_100a
+// Copies one box into THIS CTA's shared memory at `dst` and completes its bytes on the mbarrier
+// at shared::cluster address `bar`, which .cta_group::2 allows to lie in either CTA of the pair:
+// both CTAs of a pair signal the leader's full barrier, the one the MMA thread waits on.
+__device__ __forceinline__ void tma_load_2d_pair(void* dst, const void* map, uint32_t bar, int32_t c0,
+                                                 int32_t c1) {
+#if defined(GGEMM_PTX_SM100A)
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2"
+        " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2
+//     [dst], [map, {c0, c1, c2}], [bar];                                      PTX 8.6, sm_100a
+__device__ __forceinline__ void tma_load_3d_pair(void* dst, const void* map, uint32_t bar, int32_t c0,
+                                                 int32_t c1, int32_t c2) {
+#if defined(GGEMM_PTX_SM100A)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2"
+        " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+}  // namespace ggemm::ptx
