@@ -1,18 +1,14 @@
-// CTA pairs (cta_group::2 on SM100): the cluster-side PTX a pair kernel needs besides tcgen05.h and
-// tmem.h: the cluster's index, addressing the peer CTA's shared memory, waiting on a barrier that
-// the other CTA arrives on, and TMA loads that complete their bytes on the pair leader's barrier.
-// PTX ISA 9.7.9.25 (cp.async.bulk.tensor, .cta_group), 9.7.13.15 (mbarrier.try_wait .cluster),
-// 9.7.9.21 (mapa), 10 (%clusterid, %nclusterid). sm_100a only (the .cta_group TMA form needs it;
+// CTA pairs (cta_group::2 on SM100): the cluster-side PTX a pair kernel needs besides tcgen05.h,
+// tmem.h and the cluster-scope waits of mbarrier.h: the cluster's index, addressing the peer
+// CTA's shared memory, and TMA loads that complete their bytes on the pair leader's barrier.
+// PTX ISA 9.7.9.25 (cp.async.bulk.tensor, .cta_group), 9.7.9.21 (mapa), 10 (%clusterid,
+// %nclusterid). sm_100a only (the .cta_group TMA form needs it;
 // the rest would also assemble for sm_90a, but only the pair kernel uses them).
 #pragma once
 
 #include <cstdint>
 
 #include "common.h"
-
-#if defined(GGEMM_DEBUG_BARRIERS)
-#include <cstdio>
-#endif
 
 namespace ggemm::ptx {
 
@@ -61,46 +57,6 @@ __device__ __forceinline__ void st_shared_cluster_u32(uint32_t cluster_address, 
     asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(cluster_address), "r"(value) : "memory");
 #else
     ggemm_ptx_instruction_not_supported_on_this_target();
-#endif
-}
-
-// mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [addr], parity, 0x989680;
-//                                                                             PTX 8.0, sm_90
-// As mbarrier_try_wait_parity, with acquire at cluster scope: for barriers that threads of the
-// other CTA arrive on with release.cluster, so that what they wrote before arriving (a tile slot,
-// their last TMEM reads) is ordered before what this thread does next.
-__device__ __forceinline__ bool mbarrier_try_wait_parity_cluster(uint64_t* bar, uint32_t parity) {
-#if defined(GGEMM_PTX_SM100A)
-    uint32_t done;
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2, 0x989680;\n\t"
-        "selp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-    return done != 0;
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-    return false;
-#endif
-}
-
-// Blocks until the phase with `parity` completes (cluster-scope acquire). Debug builds bound the
-// wait and trap, as ptx::mbarrier_wait does.
-__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar, uint32_t parity) {
-#if defined(GGEMM_DEBUG_BARRIERS)
-    const long long start = clock64();
-    while (!mbarrier_try_wait_parity_cluster(bar, parity)) {
-        if (clock64() - start > (1ll << 32)) {  // about 2 s at 2 GHz
-            printf("ggemm: cluster mbarrier wait timed out: block %d thread %d barrier smem 0x%x parity %u\n",
-                   blockIdx.x, threadIdx.x, smem_addr(bar), parity);
-            __trap();
-        }
-    }
-#else
-    while (!mbarrier_try_wait_parity_cluster(bar, parity)) {
-    }
 #endif
 }
 

@@ -75,22 +75,58 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t
 #endif
 }
 
-// Blocks until the phase with `parity` completes. Debug builds (GGEMM_DEBUG_BARRIERS) bound the
-// wait and trap, printing the barrier and phase, so a hang is diagnosable from one run.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+// mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [addr], parity, 0x989680;
+//                                                                             PTX 8.0, sm_90
+// As mbarrier_try_wait_parity, with acquire at cluster scope: for barriers that threads of the
+// other CTA of a cluster arrive on with release.cluster, so that what they wrote before arriving
+// is ordered before what this thread does next.
+__device__ __forceinline__ bool mbarrier_try_wait_parity_cluster(uint64_t* bar, uint32_t parity) {
+#if defined(GGEMM_PTX_TMA)
+    uint32_t done;
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2, 0x989680;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return false;
+#endif
+}
+
+// Blocks until the phase with `parity` completes, acquiring at CTA or cluster scope. Debug builds
+// (GGEMM_DEBUG_BARRIERS) bound the wait and trap, printing the barrier and phase, so a hang is
+// diagnosable from one run.
+template <bool kClusterScope>
+__device__ __forceinline__ void mbarrier_wait_scoped(uint64_t* bar, uint32_t parity) {
+    const auto done = [&] {
+        return kClusterScope ? mbarrier_try_wait_parity_cluster(bar, parity)
+                             : mbarrier_try_wait_parity(bar, parity);
+    };
 #if defined(GGEMM_DEBUG_BARRIERS)
     const long long start = clock64();
-    while (!mbarrier_try_wait_parity(bar, parity)) {
+    while (!done()) {
         if (clock64() - start > (1ll << 32)) {  // about 2 s at 2 GHz
-            printf("ggemm: mbarrier wait timed out: block %d thread %d barrier smem 0x%x parity %u\n",
-                   blockIdx.x, threadIdx.x, smem_addr(bar), parity);
+            printf("ggemm: mbarrier wait timed out: block %d thread %d barrier smem 0x%x parity %u%s\n",
+                   blockIdx.x, threadIdx.x, smem_addr(bar), parity, kClusterScope ? " (cluster)" : "");
             __trap();
         }
     }
 #else
-    while (!mbarrier_try_wait_parity(bar, parity)) {
+    while (!done()) {
     }
 #endif
+}
+
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+    mbarrier_wait_scoped<false>(bar, parity);
+}
+
+__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar, uint32_t parity) {
+    mbarrier_wait_scoped<true>(bar, parity);
 }
 
 }  // namespace ggemm::ptx
