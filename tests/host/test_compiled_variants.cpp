@@ -31,6 +31,15 @@ TEST_CASE("compiled variants: each architecture plans with its own kernels") {
     CHECK(chosen(valid_desc(), sm100_device(), 100).rfind("sm100_", 0) == 0);
 }
 
+TEST_CASE("compiled variants: SM100 CTA pairs (never run) only when asked for") {
+    ggemm_plan_desc desc = valid_desc();
+    const std::string single = chosen(desc, sm100_device(), 100);
+    CHECK(single.find("_c2") == std::string::npos);
+    desc.tile_m = 256;
+    const std::string pair = chosen(desc, sm100_device(), 100);
+    CHECK(pair.find("_c2") != std::string::npos);
+}
+
 TEST_CASE("compiled variants: the suite's shapes get the widths measured best") {
     struct Shape {
         int64_t n, k;
