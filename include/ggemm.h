@@ -1,6 +1,6 @@
 /*
  * ggemm: BF16 grouped GEMM for Mixture-of-Experts layers on NVIDIA Hopper (SM90) and
- * Blackwell (SM100 family).
+ * Blackwell (SM100: compute capability 10.0, the sm_100a target).
  *
  * The whole public API. C99, fixed-width types only, no CUDA headers: the stream is
  * `struct CUstream_st*`, the same type as `cudaStream_t` and `CUstream`.
@@ -70,7 +70,7 @@ typedef int32_t ggemm_status_t;
 #define GGEMM_ERROR_UNSUPPORTED_CONFIG   9  /* tile / cluster / scheduler / margin override refused */
 #define GGEMM_ERROR_WORKSPACE           10  /* workspace missing, too small or misaligned */
 #define GGEMM_ERROR_WRONG_DEVICE        11  /* the current device is not the plan's device */
-#define GGEMM_ERROR_UNSUPPORTED_ARCH    12  /* the device is neither SM90 nor SM100 family */
+#define GGEMM_ERROR_UNSUPPORTED_ARCH    12  /* the device is neither SM90 (cc 9.0) nor SM100 (cc 10.0) */
 #define GGEMM_ERROR_NO_DEVICE           13  /* no CUDA device, or no usable driver */
 #define GGEMM_ERROR_CUDA                14  /* a CUDA runtime or driver call failed */
 #define GGEMM_ERROR_OUT_OF_MEMORY       15  /* a host allocation failed */

@@ -184,7 +184,10 @@ ggemm_status_t create_plan(const ggemm_plan_desc& desc, std::unique_ptr<ggemm_pl
         const bool switched = error == cudaSuccess && previous != desc.device;
         if (switched) error = cudaSetDevice(desc.device);
         if (error == cudaSuccess) error = built->variant.prepare();
-        if (switched) cudaSetDevice(previous);
+        if (switched) {
+            const cudaError_t restored = cudaSetDevice(previous);
+            if (error == cudaSuccess) error = restored;  // never leave the caller on our device
+        }
         if (error != cudaSuccess) {
             cudaGetLastError();
             return fail(GGEMM_ERROR_CUDA, "preparing kernel %s on device %d failed: %s (%s)",

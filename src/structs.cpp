@@ -52,9 +52,25 @@ ggemm_status_t check_init_size(const void* pointer, uint32_t struct_size, uint32
     return GGEMM_SUCCESS;
 }
 
+// Sizes an older caller's struct may have: it ends exactly before one of the optional fields
+// (a size that cuts a field in half would copy half a value).
+constexpr uint32_t kPlanDescSizes[] = {
+    offsetof(ggemm_plan_desc, tile_m), offsetof(ggemm_plan_desc, tile_n),
+    offsetof(ggemm_plan_desc, cluster_m), offsetof(ggemm_plan_desc, sm_margin),
+    offsetof(ggemm_plan_desc, reserved0)};
+constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status)};
+
+template <std::size_t kCount>
+bool is_older_size(const uint32_t (&sizes)[kCount], uint32_t struct_size) {
+    for (const uint32_t size : sizes)
+        if (size == struct_size) return true;
+    return false;
+}
+
 // Copies a caller's size-first struct over *out, which already holds every default.
+template <std::size_t kCount>
 ggemm_status_t read_sized(const void* user, const char* name, const char* type, uint32_t min_size,
-                          std::size_t known_size, void* out) {
+                          std::size_t known_size, const uint32_t (&older_sizes)[kCount], void* out) {
     if (user == nullptr) return fail(GGEMM_ERROR_NULL_ARGUMENT, "%s is NULL (a %s is required)", name, type);
     uint32_t struct_size;
     std::memcpy(&struct_size, user, sizeof struct_size);
@@ -69,6 +85,12 @@ ggemm_status_t read_sized(const void* user, const char* name, const char* type, 
                     "%s->struct_size must be at most %u, got %u (was the struct initialized? "
                     "use %s_init)",
                     name, kMaxStructSize, struct_size, type);
+    }
+    if (struct_size < known_size && !is_older_size(older_sizes, struct_size)) {
+        return fail(GGEMM_ERROR_STRUCT_SIZE,
+                    "%s->struct_size = %u ends inside a field of %s: an older caller's struct "
+                    "ends where a field begins (set it to sizeof(%s), e.g. with %s_init)",
+                    name, struct_size, type, type, type);
     }
     const auto* bytes = static_cast<const unsigned char*>(user);
     for (std::size_t offset = known_size; offset < struct_size; ++offset) {
@@ -112,7 +134,7 @@ ggemm_status_t read_plan_desc(const ggemm_plan_desc* user, const char* name,
                               ggemm_plan_desc* out) noexcept {
     init_plan_desc(out, sizeof *out);
     const ggemm_status_t status = read_sized(user, name, "ggemm_plan_desc", GGEMM_PLAN_DESC_MIN_SIZE,
-                                             sizeof *out, out);
+                                             sizeof *out, kPlanDescSizes, out);
     out->struct_size = sizeof *out;
     return status;
 }
@@ -120,7 +142,7 @@ ggemm_status_t read_plan_desc(const ggemm_plan_desc* user, const char* name,
 ggemm_status_t read_args(const ggemm_args* user, const char* name, ggemm_args* out) noexcept {
     init_args(out, sizeof *out);
     const ggemm_status_t status =
-        read_sized(user, name, "ggemm_args", GGEMM_ARGS_MIN_SIZE, sizeof *out, out);
+        read_sized(user, name, "ggemm_args", GGEMM_ARGS_MIN_SIZE, sizeof *out, kArgsSizes, out);
     out->struct_size = sizeof *out;
     return status;
 }

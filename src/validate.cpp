@@ -27,15 +27,18 @@ bool is_output_dtype(int32_t dtype) {
     return dtype == GGEMM_DTYPE_BF16 || dtype == GGEMM_DTYPE_FP16 || dtype == GGEMM_DTYPE_FP32;
 }
 
-// N and K share one rule: at least one 16-byte row of bf16, whole 16-byte rows, int32 extents.
+// N and K share one rule: at least one 16-byte row of bf16, whole 16-byte rows, and room for a
+// tile past the end in int32 (the kernels round N and K up to their tiles in int32).
+constexpr int64_t kMaxExtent = 2147483392;  // INT32_MAX - 255, rounded down to a multiple of 8
 ggemm_status_t check_extent(const char* name, int64_t value) {
     if (value < 8) return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be >= 8, got %lld", name, (ll)value);
     if (value % 8 != 0) {
         return fail(GGEMM_ERROR_INVALID_SHAPE,
                     "desc->%s must be a multiple of 8 (16-byte rows of bf16), got %lld", name, (ll)value);
     }
-    if (value > INT32_MAX) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be <= %d, got %lld", name, INT32_MAX, (ll)value);
+    if (value > kMaxExtent) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be <= %lld, got %lld", name, (ll)kMaxExtent,
+                    (ll)value);
     }
     return GGEMM_SUCCESS;
 }

@@ -162,6 +162,27 @@ TEST_CASE("reading a struct smaller than the first version, or absurdly large, i
     CHECK(message_contains("args->struct_size must be at least 104"));
 }
 
+TEST_CASE("reading a struct whose size ends inside a field is refused, not half copied") {
+    ggemm_plan_desc desc = ggemm_fakes::valid_desc();
+    ggemm_plan_desc read;
+    desc.tile_m = 0x10080;  // 62 bytes would keep only its low half, 128
+    desc.struct_size = 62;
+    CHECK(ggemm::read_plan_desc(&desc, "desc", &read) == GGEMM_ERROR_STRUCT_SIZE);
+    CHECK(message_contains("desc->struct_size = 62 ends inside a field of ggemm_plan_desc"));
+    desc.tile_m = 0;
+    for (uint32_t size : {60u, 64u, 68u, 72u, 76u, 80u}) {
+        desc.struct_size = size;
+        CAPTURE(size);
+        CHECK(ggemm::read_plan_desc(&desc, "desc", &read) == GGEMM_SUCCESS);
+    }
+
+    ggemm_args args = ggemm_fakes::valid_args();
+    ggemm_args read_args;
+    args.struct_size = 108;  // half of device_status
+    CHECK(ggemm::read_args(&args, "args", &read_args) == GGEMM_ERROR_STRUCT_SIZE);
+    CHECK(message_contains("args->struct_size = 108 ends inside a field of ggemm_args"));
+}
+
 TEST_CASE("reading ggemm_args of the first version leaves device_status NULL") {
     unsigned char bytes[sizeof(ggemm_args)];
     std::memset(bytes, 0xee, sizeof bytes);
