@@ -211,6 +211,17 @@ while read -r line; do
     else
         fail "$name: LOCAL:${local_bytes:-?} STACK:${stack_bytes:-?} (must be 0)"
     fi
+    # The SM90 kernel's setmaxnreg budget (128 x 56 + 256 x 224 registers) spends exactly the
+    # registers a 384-thread CTA gets at 168 per thread: allocated any fewer, setmaxnreg.inc
+    # would wait forever (kernels/sm90/grouped_gemm_sm90.cuh, Config).
+    if [[ "$name" =~ grouped_gemm_sm90 ]]; then
+        registers="$(echo "$line" | grep -oE 'REG:[0-9]+' | cut -d: -f2)"
+        if [[ "${registers:-x}" == "168" ]]; then
+            pass "$name: REG:168, the setmaxnreg budget"
+        else
+            fail "$name: REG:${registers:-?}, but the setmaxnreg budget assumes 168"
+        fi
+    fi
 done < <(awk '
     /^ *Function / { name = $2; sub(/:$/, "", name); next }
     /REG:/ && name != "" { print name, $0; name = "" }
