@@ -7,7 +7,8 @@
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
 // multi-stage shared-memory ring with TMA. Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width, keeping one wgmma batch in flight, then
-// apply the epilogue straight from registers.
+// run the epilogue: accumulators staged through shared memory 32 columns at a time and stored as
+// row segments (kernels/common/epilogue.h).
 #pragma once
 
 #include <cuda_bf16.h>
