@@ -24,7 +24,8 @@ void check_ggemm(ggemm_status_t status, const char* what) {
 }
 
 std::string Variant::key() const {
-    return std::to_string(scheduler) + (full_epilogue ? "/full" : "/plain") + "/" + std::to_string(tile_m) +
+    return std::to_string(scheduler) + (full_epilogue ? "/full" : "/plain") + (discrete ? "/discrete" : "/dense") +
+           "/" + std::to_string(tile_m) +
            "x" + std::to_string(tile_n) + "c" + std::to_string(cluster_m) + "/s" + std::to_string(sets);
 }
 
@@ -94,7 +95,7 @@ Workload::Workload(const MoeCase& moe_case, const Variant& variant, cudaStream_t
     desc_.n = n;
     desc_.k = k;
     desc_.num_experts = experts;
-    desc_.weight_mode = GGEMM_WEIGHTS_DENSE;
+    desc_.weight_mode = variant.discrete ? GGEMM_WEIGHTS_DISCRETE : GGEMM_WEIGHTS_DENSE;
     desc_.c_dtype = variant.full_epilogue ? GGEMM_DTYPE_FP32 : GGEMM_DTYPE_BF16;
     desc_.d_dtype = GGEMM_DTYPE_BF16;
     desc_.bias_dtype = variant.full_epilogue ? GGEMM_DTYPE_BF16 : GGEMM_DTYPE_NONE;
@@ -128,7 +129,11 @@ Workload::Workload(const MoeCase& moe_case, const Variant& variant, cudaStream_t
     const std::size_t c_bytes = variant.full_epilogue ? std::size_t(m) * n * kFP32 : 0;
     const std::size_t d_bytes = std::size_t(m) * n * kBF16;
     auto padded = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
-    const std::size_t set_bytes = padded(a_bytes) + padded(b_bytes) + padded(prob_bytes) + padded(bias_bytes);
+    const std::size_t expert_bytes = std::size_t(n) * k * kBF16;
+    const std::size_t set_bytes = padded(a_bytes) + padded(prob_bytes) + padded(bias_bytes) +
+                                  (variant.discrete ? std::size_t(experts) * padded(expert_bytes) +
+                                                          padded(std::size_t(experts) * sizeof(uint64_t))
+                                                    : padded(b_bytes));
     const std::size_t shared_bytes = c_bytes + d_bytes + workspace_bytes + 4096;
     const int sets = choose_sets(set_bytes, shared_bytes, variant.sets);
 
@@ -146,9 +151,33 @@ Workload::Workload(const MoeCase& moe_case, const Variant& variant, cudaStream_t
     for (int set = 0; set < sets; ++set) {
         // Distinct seeds per set and per tensor: every set holds different data.
         const uint64_t seed = 1000003ull * uint64_t(set + 1);
-        DeviceBuffer a(a_bytes), b(b_bytes), prob(prob_bytes), bias(bias_bytes);
+        DeviceBuffer a(a_bytes), b(variant.discrete ? 0 : b_bytes), prob(prob_bytes), bias(bias_bytes);
         check_cuda(fill_uniform_bf16(a.get(), a_bytes / kBF16, seed + 1, -1.0f, 1.0f, stream), "fill A");
-        check_cuda(fill_uniform_bf16(b.get(), b_bytes / kBF16, seed + 2, -1.0f, 1.0f, stream), "fill B");
+        DeviceBuffer b_ptrs;
+        if (variant.discrete) {
+            // One allocation per expert, made in a shuffled order so that neighbouring experts do
+            // not sit next to each other in memory.
+            std::vector<void*> pointers(std::size_t(experts), nullptr);
+            std::vector<int32_t> order(static_cast<std::size_t>(experts));
+            for (int32_t g = 0; g < experts; ++g) order[std::size_t(g)] = g;
+            for (int32_t g = experts - 1; g > 0; --g)
+                std::swap(order[std::size_t(g)], order[std::size_t((seed + uint64_t(g) * 2654435761u) % uint64_t(g + 1))]);
+            for (int32_t g : order) {
+                DeviceBuffer expert(expert_bytes);
+                check_cuda(fill_uniform_bf16(expert.get(), expert_bytes / kBF16, seed + 2 + 7919u * uint64_t(g + 1),
+                                             -1.0f, 1.0f, stream),
+                           "fill an expert's B");
+                pointers[std::size_t(g)] = expert.get();
+                set_buffers_.push_back(std::move(expert));
+            }
+            b_ptrs = DeviceBuffer(std::size_t(experts) * sizeof(uint64_t));
+            check_cuda(cudaMemcpyAsync(b_ptrs.get(), pointers.data(), b_ptrs.bytes(), cudaMemcpyHostToDevice, stream),
+                       "copy b_ptrs");
+            // The host vector is a local: the copy must finish before it goes.
+            check_cuda(cudaStreamSynchronize(stream), "copy b_ptrs");
+        } else {
+            check_cuda(fill_uniform_bf16(b.get(), b_bytes / kBF16, seed + 2, -1.0f, 1.0f, stream), "fill B");
+        }
         check_cuda(fill_uniform_f32(static_cast<float*>(prob.get()), std::size_t(m), seed + 3, 0.0f, 1.0f, stream),
                    "fill prob");
         check_cuda(fill_uniform_bf16(bias.get(), bias_bytes / kBF16, seed + 4, -1.0f, 1.0f, stream), "fill bias");
@@ -157,7 +186,8 @@ Workload::Workload(const MoeCase& moe_case, const Variant& variant, cudaStream_t
         check_ggemm(ggemm_args_init(&args, sizeof args), "ggemm_args_init");
         args.m = m;
         args.a = a.get();
-        args.b = b.get();
+        args.b = variant.discrete ? nullptr : b.get();
+        args.b_ptrs = variant.discrete ? static_cast<const uint64_t*>(b_ptrs.get()) : nullptr;
         args.padded_offsets = static_cast<const int32_t*>(offsets_.get());
         args.alpha = static_cast<const float*>(alpha_.get());
         args.prob = static_cast<const float*>(prob.get());
@@ -170,6 +200,7 @@ Workload::Workload(const MoeCase& moe_case, const Variant& variant, cudaStream_t
         args_.push_back(args);
         set_buffers_.push_back(std::move(a));
         set_buffers_.push_back(std::move(b));
+        set_buffers_.push_back(std::move(b_ptrs));
         set_buffers_.push_back(std::move(prob));
         set_buffers_.push_back(std::move(bias));
     }

@@ -33,6 +33,9 @@ struct Variant {
     // The full epilogue: bf16 bias, random prob, fp32 C written, bf16 D. Otherwise bf16 D only,
     // no bias, C not written (prob is still random: it is always applied).
     bool full_epilogue = false;
+    // Discrete weights (b_ptrs): each expert's N x K matrix in its own allocation, allocated in
+    // a shuffled order, instead of one dense L x N x K tensor.
+    bool discrete = false;
     int32_t tile_m = 0;    // plan overrides, 0 = the planner chooses
     int32_t tile_n = 0;
     int32_t cluster_m = 0;
@@ -88,7 +91,7 @@ private:
 
     ggemm_plan_desc desc_{};
     std::unique_ptr<ggemm_plan, PlanDeleter> plan_;  // destroyed even when the constructor throws
-    std::vector<DeviceBuffer> set_buffers_;  // a, b, prob, bias per set
+    std::vector<DeviceBuffer> set_buffers_;  // a, b (or the expert matrices and b_ptrs), prob, bias per set
     DeviceBuffer offsets_, alpha_, c_, d_, workspace_, device_status_;
     std::vector<ggemm_args> args_;
     double bytes_moved_ = 0.0;
