@@ -34,50 +34,42 @@ const Encoder& encoder() noexcept {
     return resolved;
 }
 
-}  // namespace
-
-TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept {
+// A row-major rows x k bf16 matrix (K contiguous), loaded in boxes of block_k x box_rows.
+TensorMapShape k_major_shape(const void* address, int64_t rows, int64_t k, int32_t block_k,
+                             int32_t box_rows) noexcept {
     TensorMapShape shape{};
     shape.rank = 2;
-    shape.address = a;
+    shape.address = address;
     shape.dims[0] = static_cast<uint64_t>(k);
-    shape.dims[1] = static_cast<uint64_t>(m);
+    shape.dims[1] = static_cast<uint64_t>(rows);
     shape.strides[0] = static_cast<uint64_t>(k) * kBF16Bytes;
-    shape.box[0] = static_cast<uint32_t>(variant.block_k);
-    shape.box[1] = static_cast<uint32_t>(variant.a_box_rows);
+    shape.box[0] = static_cast<uint32_t>(block_k);
+    shape.box[1] = static_cast<uint32_t>(box_rows);
     shape.element_strides[0] = shape.element_strides[1] = 1;
     return shape;
 }
 
+}  // namespace
+
+TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept {
+    return k_major_shape(a, m, k, variant.block_k, variant.a_box_rows);
+}
+
 TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t num_experts,
                                  const KernelVariant& variant) noexcept {
-    TensorMapShape shape{};
+    // One expert's N x K matrix per index of the third dimension.
+    TensorMapShape shape = k_major_shape(b, n, k, variant.block_k, variant.b_box_rows);
     shape.rank = 3;
-    shape.address = b;
-    shape.dims[0] = static_cast<uint64_t>(k);
-    shape.dims[1] = static_cast<uint64_t>(n);
     shape.dims[2] = static_cast<uint64_t>(num_experts);
-    shape.strides[0] = static_cast<uint64_t>(k) * kBF16Bytes;
     shape.strides[1] = static_cast<uint64_t>(n) * static_cast<uint64_t>(k) * kBF16Bytes;
-    shape.box[0] = static_cast<uint32_t>(variant.block_k);
-    shape.box[1] = static_cast<uint32_t>(variant.b_box_rows);
     shape.box[2] = 1;
-    shape.element_strides[0] = shape.element_strides[1] = shape.element_strides[2] = 1;
+    shape.element_strides[2] = 1;
     return shape;
 }
 
 TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t k,
                                     const KernelVariant& variant) noexcept {
-    TensorMapShape shape{};
-    shape.rank = 2;
-    shape.address = placeholder;
-    shape.dims[0] = static_cast<uint64_t>(k);
-    shape.dims[1] = static_cast<uint64_t>(n);
-    shape.strides[0] = static_cast<uint64_t>(k) * kBF16Bytes;
-    shape.box[0] = static_cast<uint32_t>(variant.block_k);
-    shape.box[1] = static_cast<uint32_t>(variant.b_box_rows);
-    shape.element_strides[0] = shape.element_strides[1] = 1;
-    return shape;
+    return k_major_shape(placeholder, n, k, variant.block_k, variant.b_box_rows);
 }
 
 ggemm_status_t resolve_tensor_map_encoder() noexcept {

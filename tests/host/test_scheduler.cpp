@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/common/scheduler.h"
+#include "schedule_fixtures.h"
 
 using ggemm::GroupedTileScheduler;
 using ggemm::TileCoord;
@@ -110,17 +111,12 @@ TEST_CASE("scheduler: one expert holding all rows; all experts empty") {
 
 TEST_CASE("scheduler: a dynamic claim order gives the same tile set") {
     std::mt19937 rng(7);
-    std::vector<int32_t> offsets;
-    int64_t end = 0;
-    for (int g = 0; g < 64; ++g) {
-        end += 256 * static_cast<int64_t>(rng() % 5);
-        offsets.push_back(static_cast<int32_t>(end));
-    }
+    const std::vector<int32_t> offsets = ggemm_fixtures::random_offsets(rng, 64);
+    const int64_t end = offsets.back();
     const int32_t n = 1536;
     // Dynamic: a shared counter hands out increasing indices; each CTA sees a sorted subset.
     const int grid = 13;
-    std::vector<std::vector<int64_t>> claimed(grid);
-    for (int64_t index = 0; index < 4096; ++index) claimed[rng() % grid].push_back(index);
+    const auto claimed = ggemm_fixtures::dynamic_claims(rng, grid, 4096);
     std::multiset<TileKey> seen;
     for (int cta = 0; cta < grid; ++cta) {
         GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), nullptr, end, 64, n, 16);

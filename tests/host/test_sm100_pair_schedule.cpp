@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/common/scheduler.h"
+#include "schedule_fixtures.h"
 
 using ggemm::GroupedTileScheduler;
 using ggemm::TileCoord;
@@ -121,18 +122,13 @@ TEST_CASE("sm100 pair schedule: unsafe offsets and weight pointers never split a
 
 TEST_CASE("sm100 pair schedule: dynamic claims (one per pair) cover every tile once") {
     std::mt19937 rng(5);
-    std::vector<int32_t> offsets;
-    int64_t end = 0;
-    for (int g = 0; g < 64; ++g) {
-        end += 256 * static_cast<int64_t>(rng() % 5);
-        offsets.push_back(static_cast<int32_t>(end));
-    }
+    const std::vector<int32_t> offsets = ggemm_fixtures::random_offsets(rng, 64);
+    const int64_t end = offsets.back();
     const int32_t n = 1536;
     // A counter hands out increasing units; each cluster's leader sees a sorted subset of them,
     // and stops at its first unit past the end.
     const int clusters = 13;
-    std::vector<std::vector<int64_t>> claimed(clusters);
-    for (int64_t unit = 0; unit < 4096; ++unit) claimed[rng() % clusters].push_back(unit);
+    const auto claimed = ggemm_fixtures::dynamic_claims(rng, clusters, 4096);
     PairWalk walk;
     for (int cluster = 0; cluster < clusters; ++cluster) {
         GroupedTileScheduler<kRowsPerCta, 256> schedule(offsets.data(), nullptr, end, 64, n, 16);

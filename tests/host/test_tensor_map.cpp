@@ -27,6 +27,7 @@ TEST_CASE("dense B map: dims {K, N, L}, strides of K and N x K bf16, box {block_
     const ggemm::KernelVariant v = variant("v", 90, 128, 192, 1);
     const ggemm::TensorMapShape shape = ggemm::b_dense_map_shape(at(kDevice0), 5760, 2048, 64, v);
     CHECK(shape.rank == 3);
+    CHECK(shape.address == at(kDevice0));
     CHECK(shape.dims[0] == 2048);
     CHECK(shape.dims[1] == 5760);
     CHECK(shape.dims[2] == 64);
@@ -35,6 +36,8 @@ TEST_CASE("dense B map: dims {K, N, L}, strides of K and N x K bf16, box {block_
     CHECK(shape.box[0] == 64);
     CHECK(shape.box[1] == 192);
     CHECK(shape.box[2] == 1);
+    CHECK(shape.element_strides[0] == 1);
+    CHECK(shape.element_strides[1] == 1);
     CHECK(shape.element_strides[2] == 1);
 }
 

@@ -40,38 +40,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 
 # ---- find the tools ------------------------------------------------------------------------------
-python_tool_dirs() {
-    local py
-    for py in python3 python; do
-        command -v "$py" >/dev/null 2>&1 || continue
-        "$py" - <<'EOF' 2>/dev/null
-import site, sys
-dirs = list(sys.path)
-try:
-    dirs += site.getsitepackages()
-except Exception:
-    pass
-try:
-    dirs.append(site.getusersitepackages())
-except Exception:
-    pass
-for d in dirs:
-    for sub in ("nvidia/cu13/bin", "nvidia/cuda_cuobjdump/bin", "nvidia/cuda_nvdisasm/bin"):
-        print(d + "/" + sub)
-EOF
-        return
-    done
-}
-
-find_tool() {  # name, env override
-    local name="$1" override="$2" dir
-    if [[ -n "$override" && -x "$override" ]]; then echo "$override"; return 0; fi
-    if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return 0; fi
-    for dir in "${CUDA_HOME:-/usr/local/cuda}/bin" /usr/local/cuda/bin $(python_tool_dirs); do
-        if [[ -x "$dir/$name" ]]; then echo "$dir/$name"; return 0; fi
-    done
-    return 1
-}
+source "$here/find_tools.sh"
 
 cuobjdump="$(find_tool cuobjdump "${CUOBJDUMP:-}")" || {
     echo "check_sass: SKIPPED: cuobjdump not found (install nvidia-cuda-cuobjdump from PyPI or a CUDA toolkit, or set CUOBJDUMP)"
@@ -228,9 +197,7 @@ done < <(awk '
 ' "$work/res.txt")
 
 # ---- every tcgen05 / TMEM wrapper assembles to its instruction -------------------------------------
-nvcc="${CUDACXX:-}"
-[[ -n "$nvcc" && -x "$nvcc" ]] || nvcc="$(command -v nvcc || true)"
-[[ -n "$nvcc" ]] || { [[ -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc; }
+nvcc="$(find_tool nvcc "${CUDACXX:-}")" || nvcc=""
 if [[ -z "$nvcc" ]]; then
     echo "check_sass: note: nvcc not found, the ptx wrapper probe was not assembled"
 elif ! "$nvcc" -std=c++17 -gencode=arch=compute_100a,code=sm_100a -cubin -I"$repo" \
