@@ -5,11 +5,11 @@
 // Explicit _rn intrinsics keep the compiler from contracting or reassociating any of it, and the
 // library builds without fast-math, so fp32 subnormals are kept (no flush-to-zero).
 //
-// The math warps first stage raw fp32 accumulators in shared memory, 32 columns at a time
-// (kEpiloguePitch floats per row), and prob once per tile; store_chunk then reads them back four
-// columns per thread, so
-// global stores are 8- or 16-byte vectors that cover whole row segments, and the dtype switches
-// live in one small loop instead of being unrolled over every accumulator register.
+// Two ways to a store: contract_pair, for a kernel that converts its accumulator fragment in
+// registers (SM90, kernels/sm90/epilogue_sm90.cuh); and store_chunk, for one that stages raw
+// fp32 accumulators in shared memory, 32 columns at a time (kEpiloguePitch floats per row), and
+// reads them back four columns per thread (SM100), so global stores are 8- or 16-byte vectors
+// that cover whole row segments.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -124,6 +124,25 @@ __device__ __forceinline__ void epilogue_quad(const EpilogueTile& t, int64_t row
                    make_float4(__fmul_rn(g.x, prob), __fmul_rn(g.y, prob), __fmul_rn(g.z, prob),
                                __fmul_rn(g.w, prob)));
     }
+}
+
+// Which of the contract's values an output takes: with bias, C and D both take v; without, C
+// takes g and D takes g * prob.
+enum class EpilogueValue { kBiased, kScaled, kScaledByProb };
+
+// That value for two accumulators of one row, before rounding to the output dtype; bias holds
+// the two columns' bias as fp32 (used by kBiased only).
+template <EpilogueValue kValue>
+__device__ __forceinline__ float2 contract_pair(float alpha, float2 acc, float prob, float2 bias) {
+    if constexpr (kValue == EpilogueValue::kBiased) {
+        return make_float2(__fmaf_rn(acc.x, alpha, __fmul_rn(prob, bias.x)),
+                           __fmaf_rn(acc.y, alpha, __fmul_rn(prob, bias.y)));
+    }
+    const float2 g = make_float2(__fmul_rn(acc.x, alpha), __fmul_rn(acc.y, alpha));
+    if constexpr (kValue == EpilogueValue::kScaledByProb) {
+        return make_float2(__fmul_rn(g.x, prob), __fmul_rn(g.y, prob));
+    }
+    return g;
 }
 
 // Stores kRows x kEpilogueChunkCols staged accumulators (row pitch kEpiloguePitch floats) whose

@@ -7,18 +7,18 @@
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
 // multi-stage shared-memory ring with TMA. Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width, keeping one wgmma batch in flight, then
-// run the epilogue: accumulators staged through shared memory 32 columns at a time and stored as
-// row segments (kernels/common/epilogue.h).
+// run the epilogue: accumulators converted in registers, staged through shared memory 128 bytes
+// of a row at a time, and stored as whole row segments (epilogue_sm90.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
-#include "kernels/common/epilogue.h"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
 #include "kernels/common/weight_maps.cuh"
+#include "kernels/sm90/epilogue_sm90.cuh"
 #include "ptx/barrier.h"
 #include "ptx/fence.h"
 #include "ptx/mbarrier.h"
@@ -76,9 +76,10 @@ struct SharedStorage {
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
-    // Per math warpgroup: one 32-column slice of accumulators on its way to global memory.
-    alignas(16) float epilogue[Cfg::kMathWarpgroups][Cfg::kRowsPerWarpgroup * kEpiloguePitch];
-    float prob[Cfg::kMathWarpgroups][Cfg::kRowsPerWarpgroup];  // of the warpgroup's tile rows
+    // Per math warpgroup: one 128-byte-wide slice of output on its way to global memory, and the
+    // tile's bias columns as fp32 (epilogue_sm90.cuh; 256 entries, one pair per thread).
+    alignas(1024) uint8_t epilogue[Cfg::kMathWarpgroups][kSliceBytes];
+    float bias[Cfg::kMathWarpgroups][256];
     int32_t offsets[Cfg::kMaxExperts];
     uint32_t status;
 };
@@ -136,44 +137,6 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     }
 }
 
-// Epilogue. The wgmma accumulator layout (PTX ISA 9.7.15.5.1, "Register fragment for D" of
-// m64nNk16): in warp w of the warpgroup, lane l holds rows 16w + l/4 and 16w + l/4 + 8, and in
-// each 8-column chunk j the columns 8j + 2(l%4) and +1, as acc[4j..4j+1] and acc[4j+2..4j+3].
-// Each 32-column slice is staged in shared memory and stored by store_chunk (epilogue.h).
-template <class Cfg>
-__device__ __forceinline__ void store_tile(SharedStorage<Cfg>& s, const EpilogueTile& et,
-                                           const TileCoord& tile, int warpgroup, float2 row_prob,
-                                           const float (&acc)[Cfg::kTileN / 2]) {
-    const int lane = threadIdx.x % 32;
-    const int thread = threadIdx.x % 128;
-    const int row = (thread / 32) * 16 + lane / 4;
-    float* staged = s.epilogue[warpgroup];
-    float* staged_prob = s.prob[warpgroup];
-    const int64_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
-    if (lane % 4 == 0) {  // one thread per row pair; visible after the first barrier below
-        staged_prob[row] = row_prob.x;
-        staged_prob[row + 8] = row_prob.y;
-    }
-    const uint32_t barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
-#pragma unroll
-    for (int chunk = 0; chunk < Cfg::kTileN / kEpilogueChunkCols; ++chunk) {
-        if (tile.n_begin + chunk * kEpilogueChunkCols >= et.n) break;  // N tail: nothing left
-#pragma unroll
-        for (int jj = 0; jj < kEpilogueChunkCols / 8; ++jj) {
-            const int j = chunk * (kEpilogueChunkCols / 8) + jj;
-            const int col = jj * 8 + 2 * (lane % 4);
-            *reinterpret_cast<float2*>(staged + row * kEpiloguePitch + col) =
-                make_float2(acc[4 * j], acc[4 * j + 1]);
-            *reinterpret_cast<float2*>(staged + (row + 8) * kEpiloguePitch + col) =
-                make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-        }
-        ptx::named_barrier_sync(barrier, 128);  // the slice is staged
-        store_chunk<Cfg::kRowsPerWarpgroup, 128>(et, staged, staged_prob, row_begin,
-                                                 tile.n_begin + chunk * kEpilogueChunkCols, thread);
-        ptx::named_barrier_sync(barrier, 128);  // the slice is read: the buffer may be reused
-    }
-}
-
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
     using Mma = ptx::Wgmma<Cfg::kTileN>;
@@ -189,10 +152,16 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
         if (tile.expert < 0) return;
         // The epilogue's global reads are issued now, so their latency hides behind the main loop.
-        const EpilogueTile et = epilogue_tile(args, tile.expert);
-        const int64_t prob_row =
-            tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup + (threadIdx.x % 128) / 32 * 16 + lane / 4;
-        const float2 row_prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
+        FragmentEpilogue epilogue;
+        epilogue.t = epilogue_tile(args, tile.expert);
+        epilogue.row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
+        epilogue.n_begin = tile.n_begin;
+        epilogue.slice_addr = ptx::smem_addr(s.epilogue[warpgroup]);
+        epilogue.bias_addr = ptx::smem_addr(s.bias[warpgroup]);
+        epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+        const int64_t prob_row = epilogue.row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+        epilogue.prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
+        const float2 bias_pair = load_bias_pair<Cfg::kTileN>(epilogue.t, tile.n_begin);
 
         uint32_t previous_stage = 0;
         for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -230,7 +199,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
 #pragma unroll
         for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-        store_tile<Cfg>(s, et, tile, warpgroup, row_prob, acc);
+        stage_bias(epilogue, bias_pair);
+        store_tile<Cfg::kTileN>(epilogue, acc);
     }
 }
 

@@ -1,0 +1,176 @@
+// The SM90 epilogue: from one math warpgroup's wgmma accumulators (64 rows x kTileN columns) to
+// C and D in global memory, with the contract's arithmetic (kernels/common/epilogue.h).
+//
+// The accumulators leave in slices of 128 bytes per row: 64 columns of a 16-bit dtype, 32 of
+// fp32. Each thread converts its fragment of a slice in registers and writes it, already in the
+// output dtype, to the warpgroup's 64 x 128-byte shared buffer; then the warpgroup copies the
+// slice out with 16-byte loads and stores, eight threads per 128-byte row segment. The buffer
+// uses the 128-byte swizzle, so the fragment writes (eight rows, four threads each) and the row
+// reads (one row, eight chunks) are both free of bank conflicts.
+//
+// The wgmma accumulator layout (PTX ISA 9.7.15.5.1, "Register fragment for D" of m64nNk16): in
+// warp w of the warpgroup, lane l holds rows 16w + l/4 and 16w + l/4 + 8, and in each 8-column
+// group j the columns 8j + 2(l%4) and +1, as acc[4j..4j+1] and acc[4j+2..4j+3].
+//
+// Everything per output element happens in registers; the dtype switches run once per tile and
+// each output dtype has its own unrolled copy of the slice loop.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/common/epilogue.h"
+#include "ptx/barrier.h"
+#include "ptx/smem.h"
+
+namespace ggemm::sm90 {
+
+constexpr int kSliceRows = 64;        // one math warpgroup's rows
+constexpr int kSliceRowBytes = 128;   // one 128-byte swizzle row
+constexpr int kSliceBytes = kSliceRows * kSliceRowBytes;
+
+// Where byte `byte` of row `row` lives in a slice: 16-byte chunk c of row r is stored as chunk
+// c ^ (r % 8).
+__device__ __forceinline__ uint32_t slice_offset(int row, int byte) {
+    return static_cast<uint32_t>(row * kSliceRowBytes + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15));
+}
+
+// Two adjacent output elements, converted to T (round to nearest even) and written to shared
+// memory at `addr`.
+template <class T>
+__device__ __forceinline__ void stage_pair(uint32_t addr, float2 v) {
+    if constexpr (std::is_same_v<T, float>) {
+        ptx::st_shared_v2_b32(addr, __float_as_uint(v.x), __float_as_uint(v.y));
+    } else if constexpr (std::is_same_v<T, __half>) {
+        const __half2 h = __floats2half2_rn(v.x, v.y);
+        ptx::st_shared_b32(addr, *reinterpret_cast<const uint32_t*>(&h));
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(v.x, v.y);
+        ptx::st_shared_b32(addr, *reinterpret_cast<const uint32_t*>(&h));
+    }
+}
+
+// Copies a staged slice (its first column col0) to rows row_begin.. of `out`. Thread t of the
+// warpgroup moves chunk t % 8 of rows t / 8 + 16 i; chunks at or past N (the tile's tail) stay.
+template <class T>
+__device__ __forceinline__ void copy_slice(uint32_t slice_addr, void* out, int64_t row_begin, int32_t col0,
+                                           int32_t n, int thread) {
+    constexpr int kChunkCols = 16 / static_cast<int>(sizeof(T));
+    constexpr int kPasses = kSliceRows / 16;
+    const int chunk = thread % 8;
+    const int row = thread / 8;
+    const int32_t col = col0 + chunk * kChunkCols;
+    if (col >= n) return;
+    const uint32_t src = slice_addr + slice_offset(row, chunk * 16);
+    uint4 v[kPasses];
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) v[i] = ptx::ld_shared_v4_b32(src + i * 16 * kSliceRowBytes);
+    char* dst = static_cast<char*>(out) + ((row_begin + row) * n + col) * static_cast<int64_t>(sizeof(T));
+    const int64_t step = int64_t{16} * n * static_cast<int64_t>(sizeof(T));
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) *reinterpret_cast<uint4*>(dst + i * step) = v[i];
+}
+
+// What one thread's share of a tile's epilogue needs besides the accumulators.
+struct FragmentEpilogue {
+    EpilogueTile t;
+    float2 prob;          // prob of the thread's rows r and r + 8
+    uint32_t bias_addr;   // the tile's bias columns staged as fp32 (shared window), when t.bias
+    uint32_t slice_addr;  // the warpgroup's slice buffer (shared window)
+    uint32_t barrier;     // the warpgroup's named barrier
+    int64_t row_begin;    // the warpgroup's first row
+    int32_t n_begin;      // the tile's first column
+};
+
+// Stores one output tensor of dtype T, holding the contract's kValue, from the accumulators.
+template <class T, EpilogueValue kValue, int kTileN>
+__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, const float (&acc)[kTileN / 2]) {
+    constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
+    constexpr int kGroups = kCols / 8;
+    const int thread = threadIdx.x % 128;
+    const int lane = thread % 32;
+    const int row = (thread / 32) * 16 + lane / 4;  // and row + 8, which has the same swizzle
+    const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
+    const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));  // in an 8-column group
+#pragma unroll
+    for (int slice = 0; slice < kTileN / kCols; ++slice) {
+        const int32_t col0 = e.n_begin + slice * kCols;
+        if (col0 >= e.t.n) break;  // N tail: nothing left of the tile
+        // The slice's bias columns first: the loads then overlap instead of each waiting in turn.
+        float2 bias[kGroups];
+#pragma unroll
+        for (int jj = 0; jj < kGroups; ++jj) {
+            bias[jj] = make_float2(0.f, 0.f);
+            if constexpr (kValue == EpilogueValue::kBiased) {
+                const uint2 raw =
+                    ptx::ld_shared_v2_b32(e.bias_addr + ((slice * kGroups + jj) * 8 + 2 * (lane % 4)) * 4);
+                bias[jj] = make_float2(__uint_as_float(raw.x), __uint_as_float(raw.y));
+            }
+        }
+#pragma unroll
+        for (int jj = 0; jj < kGroups; ++jj) {
+            const int j = slice * kGroups + jj;
+            const float2 top =
+                contract_pair<kValue>(e.t.alpha, make_float2(acc[4 * j], acc[4 * j + 1]), e.prob.x, bias[jj]);
+            const float2 bottom = contract_pair<kValue>(e.t.alpha, make_float2(acc[4 * j + 2], acc[4 * j + 3]),
+                                                        e.prob.y, bias[jj]);
+            const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
+            const uint32_t at = top_row + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15);
+            stage_pair<T>(at, top);
+            stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
+        }
+        ptx::named_barrier_sync(e.barrier, 128);  // the slice is staged
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, thread);
+        ptx::named_barrier_sync(e.barrier, 128);  // the slice is read: the buffer may be reused
+    }
+}
+
+template <EpilogueValue kValue, int kTileN>
+__device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void* out, int32_t dtype,
+                                                const float (&acc)[kTileN / 2]) {
+    switch (dtype) {
+        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, acc); break;
+        case kFP16: store_output<__half, kValue, kTileN>(e, out, acc); break;
+        default: store_output<float, kValue, kTileN>(e, out, acc); break;
+    }
+}
+
+// The whole epilogue of one warpgroup's share of a tile: C (when generated), then D.
+template <int kTileN>
+__device__ __forceinline__ void store_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    if (e.t.bias != nullptr) {
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc);
+        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+    } else {
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc);
+        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+    }
+}
+
+// The bias of columns n_begin + 2 t and + 1 for thread t of a warpgroup (zeros past N or the
+// tile, or without bias). Loaded when a tile starts, so the latency hides behind the main loop;
+// staged by stage_bias when the epilogue begins.
+template <int kTileN>
+__device__ __forceinline__ float2 load_bias_pair(const EpilogueTile& t, int32_t n_begin) {
+    const int c = 2 * (threadIdx.x % 128);
+    const int32_t col = n_begin + c;
+    if (t.bias == nullptr || c >= kTileN || col >= t.n) return make_float2(0.f, 0.f);
+    switch (t.bias_dtype) {
+        case kBF16: return __bfloat1622float2(*(static_cast<const __nv_bfloat162*>(t.bias) + col / 2));
+        case kFP16: return __half22float2(*(static_cast<const __half2*>(t.bias) + col / 2));
+        default: return *reinterpret_cast<const float2*>(static_cast<const float*>(t.bias) + col);
+    }
+}
+
+// Writes the thread's bias pair to the warpgroup's bias row and waits for the whole row.
+__device__ __forceinline__ void stage_bias(const FragmentEpilogue& e, float2 bias_pair) {
+    if (e.t.bias == nullptr) return;
+    ptx::st_shared_v2_b32(e.bias_addr + 8 * (threadIdx.x % 128), __float_as_uint(bias_pair.x),
+                          __float_as_uint(bias_pair.y));
+    ptx::named_barrier_sync(e.barrier, 128);
+}
+
+}  // namespace ggemm::sm90
