@@ -11,7 +11,7 @@
 #
 # environment:
 #   OUT               results folder (the device tool sets it; default ./out, which git ignores)
-#   GGEMM_COMMIT      the commit measured, when .git does not travel with the tree
+#   GGEMM_COMMIT      the commit measured (used over git rev-parse when set)
 #   GGEMM_DEADLINE_S  seconds after the start by which every stage must end (default 570: one
 #                     device command may run 600 s); no stage starts with under 30 s left
 #   <STAGE>_TIMEOUT_S cap of one stage, e.g. BUILD_TIMEOUT_S (defaults below)
@@ -111,11 +111,14 @@ fi
 export CPATH=/tmp/deps/usr/include${CPATH:+:$CPATH}
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-if git rev-parse HEAD >/dev/null 2>&1; then
+# GGEMM_COMMIT wins: a .git left on the device machine by an earlier call can be stale.
+if [ -n "${GGEMM_COMMIT:-}" ]; then
+  COMMIT=$GGEMM_COMMIT
+elif git rev-parse HEAD >/dev/null 2>&1; then
   COMMIT=$(git rev-parse HEAD)
   git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT+dirty"
 else
-  COMMIT=${GGEMM_COMMIT:-unknown}
+  COMMIT=unknown
 fi
 export GGEMM_COMMIT=$COMMIT
 GPU_LINE=$(nvidia-smi -L 2>/dev/null | head -n 1)
