@@ -50,6 +50,10 @@ def parse_args():
     p.add_argument("--out", default="out/peers", help="output folder")
     p.add_argument("--scheduler", choices=sorted(gg.SCHEDULERS), default="static")
     p.add_argument("--tile-n", type=int, default=0, help="tile width override (0: the plan chooses)")
+    p.add_argument("--cluster-m", type=int, default=0, help="cluster override (0: the plan chooses)")
+    p.add_argument("--alt", action="append", default=[], metavar="TILE_NxCLUSTER_M",
+                   help="also time ggemm with these overrides in the same rounds, e.g. 256x2 "
+                        "(repeatable; reported as ggemm_256x2 beside the plan's choice)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -121,8 +125,8 @@ class CaseData:
 class GgemmCase:
     """A ggemm plan over CaseData with one ggemm_args per input set."""
 
-    def __init__(self, lib, torch, data, scheduler, full, tile_n=0):
-        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n,
+    def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0):
+        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m,
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE,
             c_dtype=gg.DTYPE_FP32 if full else gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
@@ -257,7 +261,7 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
     ops = []
 
     try:
-        plain = GgemmCase(lib, torch, data, scheduler, full=False, tile_n=opts.tile_n)
+        plain = GgemmCase(lib, torch, data, scheduler, full=False, tile_n=opts.tile_n, cluster_m=opts.cluster_m)
         plans.append(plain)
         result["plan"] = plain.description
         result["check"] = check_plain(torch, data, plain, handle)
@@ -266,13 +270,24 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         result["errors"]["ggemm"] = short_error(e)
     if data.full:
         try:
-            full = GgemmCase(lib, torch, data, scheduler, full=True, tile_n=opts.tile_n)
+            full = GgemmCase(lib, torch, data, scheduler, full=True, tile_n=opts.tile_n, cluster_m=opts.cluster_m)
             plans.append(full)
             result["full_plan"] = full.description
             result["full_check"] = check_full(torch, data, full, handle)
             ops.append(("ggemm_full", lambda s: full.run(full.args[s], handle)))
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
+
+    for alt in opts.alt:
+        name = "ggemm_" + alt
+        try:
+            tile_n, cluster_m = (int(v) for v in alt.split("x"))
+            gcase = GgemmCase(lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m)
+            plans.append(gcase)
+            result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
+            ops.append((name, lambda s, g=gcase: g.run(g.args[s], handle)))
+        except Exception as e:  # noqa: BLE001
+            result["errors"][name] = short_error(e)
 
     bt = [b.transpose(-2, -1) for b in data.b]
     peers = [
@@ -326,6 +341,7 @@ def summarize(results):
         "cases_with_ratio": len(complete),
         "cases": len(results),
         "check_failures": [r["name"] for r in results if "check" in r and not r["check"]["ok"]]
+        + [r["name"] + " (" + k + ")" for r in results for k, c in r.get("alt_checks", {}).items() if not c["ok"]]
         + [r["name"] + " (full epilogue)" for r in results if "full_check" in r and not r["full_check"]["ok"]],
         "cases_with_errors": [r["name"] for r in results if r.get("errors")],
     }
@@ -364,6 +380,23 @@ def notes_lines(results, summary):
                              r["name"], fmt(r["tflops"].get("ggemm_full"), ".0f"), 100 * r["full_epilogue_overhead"],
                              fmt(fc.get("c_rel_err"), ".1e"), fmt(fc.get("d_rel_err"), ".1e"),
                              "" if fc.get("ok", True) else " FAIL"))
+    for r in results:
+        t = r.get("tflops", {})
+        for name in sorted(k for k in t if k.startswith("ggemm_") and k != "ggemm_full"):
+            ac = r.get("alt_checks", {}).get(name, {})
+            lines.append("%s on %s: %s TFLOP/s, %s x the plan's choice, %s x grouped_mm; check err %s%s" % (
+                name, r["name"], fmt(t[name], ".0f"),
+                fmt(t[name] / t["ggemm"] if t.get("ggemm") else None, ".3f"),
+                fmt(t[name] / t["grouped_mm"] if t.get("grouped_mm") else None, ".3f"),
+                fmt(ac.get("rel_err"), ".1e"), "" if ac.get("ok", True) else " FAIL"))
+    alts = sorted({k for r in results for k in r.get("tflops", {}) if k.startswith("ggemm_") and k != "ggemm_full"})
+    for name in alts:
+        rows = [r["tflops"] for r in results if name in r.get("tflops", {}) and "ggemm" in r["tflops"]
+                and "grouped_mm" in r["tflops"] and "dense" in r["tflops"]]
+        lines.append("%s geomean over %d cases: %s x the plan's choice, %s x grouped_mm, %s x dense" % (
+            name, len(rows), fmt(geomean([t[name] / t["ggemm"] for t in rows]), ".3f"),
+            fmt(geomean([t[name] / t["grouped_mm"] for t in rows]), ".3f"),
+            fmt(geomean([t[name] / t["dense"] for t in rows]), ".3f")))
     for r in results:
         for who, err in r.get("errors", {}).items():
             lines.append("ERROR %s / %s: %s" % (r["name"], who, err))
@@ -452,6 +485,7 @@ def main():
         "commit": os.environ.get("GGEMM_COMMIT", "unknown"),
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
+        "cluster_m": opts.cluster_m, "alt": opts.alt,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }
