@@ -53,10 +53,6 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "cluster_m %d, desc->cluster_m = %d", variant.cluster_m, desc.cluster_m);
         return reason;
     }
-    if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC && !variant.dynamic_scheduler) {
-        std::snprintf(reason, size, "runs the static scheduler only, desc->scheduler = dynamic");
-        return reason;
-    }
     if (variant.smem_bytes > device.max_smem_optin) {
         std::snprintf(reason, size, "needs %d B of shared memory, the device allows %d B per block",
                       variant.smem_bytes, device.max_smem_optin);

@@ -65,7 +65,6 @@ struct KernelVariant {
     int32_t b_box_rows;     // rows per TMA box of B
     int32_t smem_bytes;     // dynamic shared memory per CTA
     int32_t threads;        // threads per CTA
-    bool dynamic_scheduler; // can run the dynamic (atomic counter) scheduler
     PrepareFn prepare;
     LaunchFn launch;
 };

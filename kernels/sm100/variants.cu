@@ -24,7 +24,6 @@ constexpr KernelVariant sm100_variant(const char* name) {
             /*b_box_rows=*/Cfg::kBRows,                // and its part of B (a pair: tile_n / 2)
             sm100::kSmemBytes<Cfg>,
             Cfg::kThreads,
-            /*dynamic_scheduler=*/true,                 // a pair's leader claims for both
             &sm100::prepare<Cfg>,
             &sm100::launch<Cfg>};
 }

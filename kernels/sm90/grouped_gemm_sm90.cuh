@@ -20,7 +20,6 @@
 #include "kernels/common/weight_maps.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "ptx/barrier.h"
-#include "ptx/cluster.h"
 #include "ptx/fence.h"
 #include "ptx/mbarrier.h"
 #include "ptx/tma.h"
@@ -28,14 +27,10 @@
 
 namespace ggemm::sm90 {
 
-template <int kTileN_, int kStages_, int kClusterM_ = 1>
+template <int kTileN_, int kStages_>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
-    // CTAs per cluster along M. With 2, the CTAs of a cluster compute the two 128-row halves of
-    // a 256-row block on the same columns; each loads half of the shared weight tile and
-    // multicasts it to both, halving the weight traffic from L2.
-    static constexpr int kClusterM = kClusterM_;
     static constexpr int kTileM = 128;          // two math warpgroups x 64 rows (wgmma M = 64)
     static constexpr int kBlockK = 64;          // 64 bf16 = 128 bytes: one 128-byte swizzle row
     static constexpr int kMathWarpgroups = 2;
@@ -47,7 +42,6 @@ struct Config {
     static constexpr int kMaxExperts = 1024;
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
-    static constexpr int kBBoxRows = kTileN / kClusterM;  // weight rows one CTA loads
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
     // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
     static constexpr int kProducerRegisters = 56;
@@ -61,8 +55,6 @@ struct Config {
                   "a tile must never straddle two experts");
     static_assert(kGroupM % 2 == 0, "raster groups pair row blocks");
     static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "128-byte swizzle atoms are 1024 bytes");
-    static_assert(kClusterM == 1 || kClusterM == 2, "a cluster pairs the two halves of a 256-row block");
-    static_assert(kBBoxRows * kBlockK * 2 % 1024 == 0, "each CTA's part of B starts on a swizzle atom");
 };
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
@@ -80,7 +72,7 @@ struct SharedStorage {
     };
     Stage stages[Cfg::kStages];
     uint64_t full[Cfg::kStages];    // TMA bytes landed in the stage
-    uint64_t empty[Cfg::kStages];   // every math warp of the cluster is done reading the stage
+    uint64_t empty[Cfg::kStages];   // every math warp is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
@@ -106,14 +98,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(
         s.offsets, discrete ? args.b_ptrs : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    // Cluster kernels run the static schedule only (the planner never pairs them with the
-    // dynamic one): tile i of CTA b is blockIdx.x + i * gridDim.x, so with an even grid the two
-    // CTAs of a cluster (blockIdx.x 2c and 2c + 1) always hold tiles 2p and 2p + 1, the two
-    // halves of one 256-row block on the same columns (scheduler.h).
-    const bool dynamic = Cfg::kClusterM == 1 && args.scheduler == kDynamic;
-    // This CTA loads weight rows [rank * kBBoxRows, + kBBoxRows) of the tile for both CTAs.
-    const uint32_t rank = Cfg::kClusterM == 1 ? 0u : ptx::cluster_cta_rank();
-    constexpr uint16_t kClusterMask = (1u << Cfg::kClusterM) - 1;
+    const bool dynamic = args.scheduler == kDynamic;
 
     int64_t index = dynamic ? atomicAdd(args.tile_counter, 1u) : blockIdx.x;
     int32_t mapped_expert = -1;
@@ -136,47 +121,19 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         for (int32_t kb = 0; kb < k_blocks; ++kb) {
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
             auto& st = s.stages[stage];
-            // Out-of-bounds box elements (K and N tails) are zero-filled and still counted. In a
-            // cluster the peer's half of B lands here too, on this barrier.
             ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
             const int32_t k = kb * Cfg::kBlockK;
             ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
-            if constexpr (Cfg::kClusterM == 1) {
-                if (discrete) {
-                    ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
-                } else {
-                    ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
-                }
+            if (discrete) {
+                ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
             } else {
-                __nv_bfloat16* b_part = st.b + rank * Cfg::kBBoxRows * Cfg::kBlockK;
-                int32_t b_row = tile.n_begin + static_cast<int32_t>(rank) * Cfg::kBBoxRows;
-                // A part wholly past N (the last column tile) would be all zero fill: load the
-                // first part's rows instead, so every box has rows inside the tensor, as in the
-                // one-CTA kernel. Those accumulator columns are past N and never stored.
-                if (b_row >= args.n) b_row = tile.n_begin;
-                if (discrete) {
-                    ptx::tma_load_2d_multicast(b_part, expert_map, &s.full[stage], kClusterMask, k, b_row);
-                } else {
-                    ptx::tma_load_3d_multicast(b_part, b_map, &s.full[stage], kClusterMask, k, b_row,
-                                               tile.expert);
-                }
+                ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
             }
             if (++stage == Cfg::kStages) {
                 stage = 0;
                 phase ^= 1;
             }
         }
-    }
-}
-
-// A math warp is done reading a stage: it tells the producer of every CTA that writes into it
-// (its own, and in a cluster the peer's, which multicasts half of B here).
-template <class Cfg>
-__device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
-    if constexpr (Cfg::kClusterM == 1) {
-        if (lane == 0) ptx::mbarrier_arrive(empty);
-    } else {
-        if (lane < Cfg::kClusterM) ptx::mbarrier_arrive_cluster(empty, static_cast<uint32_t>(lane));
     }
 }
 
@@ -230,7 +187,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             // Keep this batch in flight; the previous one has finished reading its stage.
             if (kb > 0) {
                 ptx::wgmma_wait<1>();
-                release_stage<Cfg>(&s.empty[previous_stage], lane);
+                if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
             }
             previous_stage = stage;
             if (++stage == Cfg::kStages) {
@@ -239,7 +196,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
         }
         ptx::wgmma_wait<0>();
-        release_stage<Cfg>(&s.empty[previous_stage], lane);
+        if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
 #pragma unroll
         for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
         stage_bias(epilogue, bias_pair);
@@ -261,7 +218,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (thread == 0) {
         for (int i = 0; i < Cfg::kStages; ++i) {
             ptx::mbarrier_init(&s.full[i], 1);
-            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps * Cfg::kClusterM);
+            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps);
         }
         for (int i = 0; i < Cfg::kTileRing; ++i) {
             ptx::mbarrier_init(&s.tile_full[i], 1);
@@ -277,8 +234,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // Every role walks the experts: keep the offsets in shared memory.
     for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
     __syncthreads();
-    // The peer's barriers must be initialised before this CTA multicasts or arrives on them.
-    if constexpr (Cfg::kClusterM > 1) ptx::cluster_sync();
 
     // One CTA reports bad offsets; the scheduler in every CTA skips the experts they touch.
     if (blockIdx.x == 0 && args.device_status != nullptr) {
@@ -298,12 +253,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
         compute<Cfg>(s, args, warpgroup - 1);
     }
-    // The peer may still arrive on this CTA's barriers until its math warps finish: stay until
-    // both CTAs are done.
-    if constexpr (Cfg::kClusterM > 1) {
-        __syncwarp();
-        ptx::cluster_sync();
-    }
 #endif
 }
 
@@ -320,19 +269,10 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
         if (built != cudaSuccess) return built;
     }
     cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(p.grid));  // a multiple of kClusterM (the planner's)
+    config.gridDim = dim3(static_cast<unsigned>(p.grid));
     config.blockDim = dim3(Cfg::kThreads);
     config.dynamicSmemBytes = kSmemBytes<Cfg>;
     config.stream = stream;
-    cudaLaunchAttribute cluster = {};
-    if constexpr (Cfg::kClusterM > 1) {
-        cluster.id = cudaLaunchAttributeClusterDimension;
-        cluster.val.clusterDim.x = Cfg::kClusterM;
-        cluster.val.clusterDim.y = 1;
-        cluster.val.clusterDim.z = 1;
-        config.attrs = &cluster;
-        config.numAttrs = 1;
-    }
     return cudaLaunchKernelEx(&config, grouped_gemm_sm90<Cfg>, p.a_map, p.b_map, p.args);
 }
 

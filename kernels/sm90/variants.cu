@@ -1,6 +1,5 @@
-// The SM90 kernel variants the planner chooses from: one per tile width, and the two widest
-// again as clusters of two. Stages fill the shared memory (227 KB per CTA on SM90) that the tile
-// leaves.
+// The SM90 kernel variants the planner chooses from: one per tile width. Stages fill the
+// shared memory (227 KB per CTA on SM90) that the tile leaves.
 #include "kernels/common/variants.h"
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 
@@ -15,12 +14,11 @@ constexpr KernelVariant sm90_variant(const char* name) {
             Cfg::kTileN,
             Cfg::kBlockK,
             Cfg::kStages,
-            Cfg::kClusterM,
+            /*cluster_m=*/1,
             /*a_box_rows=*/Cfg::kTileM,
-            /*b_box_rows=*/Cfg::kBBoxRows,
+            /*b_box_rows=*/Cfg::kTileN,
             sm90::kSmemBytes<Cfg>,
             Cfg::kThreads,
-            /*dynamic_scheduler=*/Cfg::kClusterM == 1,
             &sm90::prepare<Cfg>,
             &sm90::launch<Cfg>};
 }
@@ -28,16 +26,11 @@ constexpr KernelVariant sm90_variant(const char* name) {
 using Tile256 = sm90::Config<256, 4>;
 using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
-// Clusters of two along M: the weight tile is multicast (static scheduler only).
-using Tile256Pair = sm90::Config<256, 4, 2>;
-using Tile192Pair = sm90::Config<192, 5, 2>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
-    sm90_variant<Tile256Pair>("sm90_tma_wgmma_128x256x64_s4_c2"),
-    sm90_variant<Tile192Pair>("sm90_tma_wgmma_128x192x64_s5_c2"),
 };
 
 }  // namespace

@@ -100,16 +100,13 @@ std::string case_text(const HostCase& host_case, const char* mode) {
 }
 
 // Dense: one run against the reference. Discrete: the same data in separate allocations, against
-// the reference and bitwise against a dense run. tile_n / cluster_m override the planner (a
-// cluster runs the static scheduler).
-void run_matrix_case(std::size_t index, bool discrete, int32_t tile_n = 0, int32_t cluster_m = 0) {
+// the reference and bitwise against a dense run. tile_n overrides the planner's width.
+void run_matrix_case(std::size_t index, bool discrete, int32_t tile_n = 0) {
     const std::vector<CaseConfig> cases = matrix_cases();
     REQUIRE(index < cases.size());
     CaseConfig config = cases[index];
-    config.seed = mix_seed(discrete ? 2000 : 1000, index) + static_cast<uint64_t>(tile_n * 10 + cluster_m);
+    config.seed = mix_seed(discrete ? 2000 : 1000, index) + static_cast<uint64_t>(tile_n);
     config.tile_n = tile_n;
-    config.cluster_m = cluster_m;
-    if (cluster_m > 1) config.scheduler = STATIC;
 
     auto start = std::chrono::steady_clock::now();
     const HostCase host_case = make_case(config);
@@ -199,32 +196,25 @@ GGEMM_MATRIX_CASE(14)
 
 TEST_CASE("matrix: every case number has a test case") { CHECK(matrix_cases().size() == 14); }
 
-// The planner picks one variant per shape; this runs every compiled SM90 tile width, alone and
-// as a cluster of two, on three rows of the table: N = 264 (a last column tile mostly past N,
-// with bias and generate_c, one-shot), N = 4096 with fp32 C and D, and K = 7168 on one middle
-// expert. Each dense and discrete.
-TEST_CASE("matrix: every SM90 tile width and cluster, cases 2, 9 and 13") {
-    const std::pair<int32_t, int32_t> variants[] = {{256, 1}, {192, 1}, {128, 1}, {256, 2}, {192, 2}};
-    for (const auto& [tile_n, cluster_m] : variants) {
+// The planner picks one tile width per shape; this runs every compiled SM90 width on three rows
+// of the table: N = 264 (a last column tile mostly past N, with bias and generate_c, one-shot),
+// N = 4096 with fp32 C and D, and K = 7168 on one middle expert. Each dense and discrete.
+TEST_CASE("matrix: every SM90 tile width, cases 2, 9 and 13") {
+    for (const int32_t tile_n : {256, 192, 128}) {
         for (const std::size_t index : {1u, 8u, 12u}) {
             CAPTURE(tile_n);
-            CAPTURE(cluster_m);
-            run_matrix_case(index, false, tile_n, cluster_m);
-            run_matrix_case(index, true, tile_n, cluster_m);
+            run_matrix_case(index, false, tile_n);
+            run_matrix_case(index, true, tile_n);
         }
     }
 }
 
 TEST_CASE("sanitizer: small matrix, dense and discrete") {
     // Small enough to run under compute-sanitizer memcheck / racecheck in seconds.
-    CaseConfig cluster = random_rows(shape("san cluster", 3, 264, 136, BF16, BF16, FP16, true, STATIC), 600);
-    cluster.tile_n = 256;
-    cluster.cluster_m = 2;
     const CaseConfig small_cases[] = {
         random_rows(shape("san bias", 2, 264, 72, BF16, FP16, BF16, true, DYNAMIC), 600),
         with(random_rows(shape("san no C", 7, 136, 136, BF16, FP32, NONE, false, STATIC), 300), -1, 256),
         one_expert(shape("san fp32 bias", 3, 8, 8, FP32, FP16, FP32, true, STATIC), 1, 300),
-        cluster,
     };
     std::size_t index = 0;
     for (CaseConfig config : small_cases) {

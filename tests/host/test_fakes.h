@@ -64,7 +64,6 @@ inline ggemm::KernelVariant variant(const char* name, int32_t arch, int32_t tile
     v.b_box_rows = tile_n;
     v.smem_bytes = smem_bytes;
     v.threads = 384;
-    v.dynamic_scheduler = true;
     v.prepare = nullptr;
     v.launch = &fake_launch;
     return v;
