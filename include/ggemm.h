@@ -155,7 +155,7 @@ typedef struct ggemm_args {
     void* d;                       /* M x N, d_dtype */
     void* workspace;               /* ggemm_plan_workspace_size bytes, 128-byte aligned; may be NULL if 0 */
     uint64_t workspace_size;       /* bytes available at workspace */
-    uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits, cleared in-stream by execute */
+    uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits of this call, written in-stream */
 } ggemm_args;
 
 #define GGEMM_ARGS_MIN_SIZE 104u /* device_status is optional */
@@ -163,7 +163,7 @@ typedef struct ggemm_args {
 /* Zeroes the first struct_size bytes of *args and writes struct_size. */
 GGEMM_API ggemm_status_t ggemm_args_init(ggemm_args* args, uint32_t struct_size);
 
-/* Bits the kernel ORs into *device_status. Offsets and pointer entries live on the device and
+/* Bits of *device_status, which each call (M = 0 included) sets to exactly its own. Offsets and pointer entries live on the device and
  * are never read by the host on the execute path: the kernel checks them, skips the experts
  * they would make unsafe, and reports here. Every offset must be >= 0, a multiple of 256, <= M
  * and >= the previous one. An expert is computed only when its begin and end offsets are >= 0,

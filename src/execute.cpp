@@ -1,6 +1,6 @@
 // ggemm_execute. The success path makes no allocation, no synchronization and no host read
 // of device memory, so it can be captured in a CUDA graph; its cost is a handful of runtime
-// calls (pointer attributes, two tensor-map encodes, the memsets and the launch).
+// calls (pointer attributes, two tensor-map encodes, a memset where one is needed, the launch).
 #include "src/execute.h"
 
 #include "kernels/common/workspace.h"
@@ -77,8 +77,11 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
         if (status != GGEMM_SUCCESS) return status;
     }
 
-    // The status word is cleared even for M = 0, so a caller reading it sees this call's word.
-    if (args.device_status != nullptr) {
+    // The caller reads this call's word whatever happens: with dense weights and M > 0 the
+    // kernel writes it whole (one CTA reports the offsets); otherwise it is cleared here first
+    // (M = 0 launches nothing; discrete mode's map builder ORs in its bits before the kernel).
+    const bool kernel_writes_status = args.m > 0 && desc.weight_mode == GGEMM_WEIGHTS_DENSE;
+    if (args.device_status != nullptr && !kernel_writes_status) {
         const cudaError_t error = cudaMemsetAsync(args.device_status, 0, sizeof(uint32_t), stream);
         if (error != cudaSuccess) {
             cudaGetLastError();
@@ -88,9 +91,9 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     }
     if (args.m == 0) return GGEMM_SUCCESS;
 
-    // The dynamic scheduler claims tiles from the counter, and discrete mode uses it too
-    // (kernels/common/workspace.h): it must read zero at every launch, in stream order.
-    if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC || desc.weight_mode == GGEMM_WEIGHTS_DISCRETE) {
+    // The dynamic scheduler claims tiles from the counter (kernels/common/workspace.h): it must
+    // read zero at every launch, in stream order.
+    if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC) {
         const cudaError_t error = cudaMemsetAsync(args.workspace, 0, kWorkspaceCounterBytes, stream);
         if (error != cudaSuccess) {
             cudaGetLastError();

@@ -1,6 +1,7 @@
 // Layout of the caller-provided device workspace. One workspace per launch in flight.
 //
-//   [0, 128)                    tile counter of the dynamic scheduler (zeroed in-stream)
+//   [0, 128)                    tile counter of the dynamic scheduler (zeroed in-stream when
+//                               that scheduler runs; reserved in discrete mode otherwise)
 //   [128, 128 + 128 * L)        discrete mode: one CUtensorMap per expert, built on the device
 #pragma once
 

@@ -462,7 +462,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             if (bits != 0) atomicOr(&s.status, bits);
         }
         __syncthreads();
-        if (thread == 0 && s.status != 0) atomicOr(args.device_status, s.status);
+        // Dense weights: this CTA alone writes the word, whole, so execute need not clear it
+        // first. Discrete: execute cleared it and the map builder ORed in pointer bits.
+        if (thread == 0) {
+            if (args.weight_mode == kDense) {
+                *args.device_status = s.status;
+            } else if (s.status != 0) {
+                atomicOr(args.device_status, s.status);
+            }
+        }
     }
 
     if (warp < Cfg::kEpilogueWarps) {

@@ -86,8 +86,11 @@ struct FragmentEpilogue {
 };
 
 // Stores one output tensor of dtype T, holding the contract's kValue, from the accumulators.
+// After the tile's last slice (of its last output) the warpgroup goes on without waiting for the
+// copy: begin_epilogue's barrier, at the next tile, protects the buffer instead.
 template <class T, EpilogueValue kValue, int kTileN>
-__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, bool last_output,
+                                             const float (&acc)[kTileN / 2]) {
     constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
     constexpr int kGroups = kCols / 8;
     const int thread = threadIdx.x % 128;
@@ -124,35 +127,39 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
         }
         ptx::named_barrier_sync(e.barrier, 128);  // the slice is staged
         copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, thread);
-        ptx::named_barrier_sync(e.barrier, 128);  // the slice is read: the buffer may be reused
+        const bool last_slice = slice + 1 == kTileN / kCols || col0 + kCols >= e.t.n;
+        if (!(last_output && last_slice)) {
+            ptx::named_barrier_sync(e.barrier, 128);  // the slice is read: the buffer may be reused
+        }
     }
 }
 
 template <EpilogueValue kValue, int kTileN>
-__device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void* out, int32_t dtype,
+__device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void* out, int32_t dtype, bool last_output,
                                                 const float (&acc)[kTileN / 2]) {
     switch (dtype) {
-        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, acc); break;
-        case kFP16: store_output<__half, kValue, kTileN>(e, out, acc); break;
-        default: store_output<float, kValue, kTileN>(e, out, acc); break;
+        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, last_output, acc); break;
+        case kFP16: store_output<__half, kValue, kTileN>(e, out, last_output, acc); break;
+        default: store_output<float, kValue, kTileN>(e, out, last_output, acc); break;
     }
 }
 
-// The whole epilogue of one warpgroup's share of a tile: C (when generated), then D.
+// The whole epilogue of one warpgroup's share of a tile: C (when generated), then D. Starts
+// after begin_epilogue.
 template <int kTileN>
 __device__ __forceinline__ void store_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
     if (e.t.bias != nullptr) {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, false, acc);
+        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, true, acc);
     } else {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, false, acc);
+        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, true, acc);
     }
 }
 
 // The bias of columns n_begin + 2 t and + 1 for thread t of a warpgroup (zeros past N or the
 // tile, or without bias). Loaded when a tile starts, so the latency hides behind the main loop;
-// staged by stage_bias when the epilogue begins.
+// staged by begin_epilogue.
 template <int kTileN>
 __device__ __forceinline__ float2 load_bias_pair(const EpilogueTile& t, int32_t n_begin) {
     const int c = 2 * (threadIdx.x % 128);
@@ -165,11 +172,13 @@ __device__ __forceinline__ float2 load_bias_pair(const EpilogueTile& t, int32_t 
     }
 }
 
-// Writes the thread's bias pair to the warpgroup's bias row and waits for the whole row.
-__device__ __forceinline__ void stage_bias(const FragmentEpilogue& e, float2 bias_pair) {
-    if (e.t.bias == nullptr) return;
-    ptx::st_shared_v2_b32(e.bias_addr + 8 * (threadIdx.x % 128), __float_as_uint(bias_pair.x),
-                          __float_as_uint(bias_pair.y));
+// Writes the thread's bias pair to the warpgroup's bias row, then waits until the whole row is
+// staged and the warpgroup has finished copying out its previous tile's last slice.
+__device__ __forceinline__ void begin_epilogue(const FragmentEpilogue& e, float2 bias_pair) {
+    if (e.t.bias != nullptr) {
+        ptx::st_shared_v2_b32(e.bias_addr + 8 * (threadIdx.x % 128), __float_as_uint(bias_pair.x),
+                              __float_as_uint(bias_pair.y));
+    }
     ptx::named_barrier_sync(e.barrier, 128);
 }
 

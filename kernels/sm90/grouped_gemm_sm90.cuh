@@ -199,7 +199,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
 #pragma unroll
         for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-        stage_bias(epilogue, bias_pair);
+        begin_epilogue(epilogue, bias_pair);
         store_tile<Cfg::kTileN>(epilogue, acc);
     }
 }
@@ -242,7 +242,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             if (bits != 0) atomicOr(&s.status, bits);
         }
         __syncthreads();
-        if (thread == 0 && s.status != 0) atomicOr(args.device_status, s.status);
+        // Dense weights: this CTA alone writes the word, whole, so execute need not clear it
+        // first. Discrete: execute cleared it and the map builder ORed in pointer bits.
+        if (thread == 0) {
+            if (args.weight_mode == kDense) {
+                *args.device_status = s.status;
+            } else if (s.status != 0) {
+                atomicOr(args.device_status, s.status);
+            }
+        }
     }
 
     const int warpgroup = thread / 128;

@@ -3,7 +3,6 @@
 // errors, and the host cost of a call.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime_api.h>
@@ -174,7 +173,7 @@ TEST_CASE("execute on a GPU with a recording fake kernel") {
         return true;
     };
 
-    SUBCASE("a valid call clears the status word and the tile counter, then launches once") {
+    SUBCASE("a valid dense call zeroes the tile counter, leaves the status word to the kernel, launches once") {
         poison();
         g_launches = 0;
         CHECK(ggemm::execute_plan(plan, &args, desc.m_capacity, stream) == GGEMM_SUCCESS);
@@ -187,7 +186,8 @@ TEST_CASE("execute on a GPU with a recording fake kernel") {
         CHECK(g_last.args.tile_counter == workspace);
         CHECK(g_last.args.b_maps == nullptr);
         CHECK(g_last.args.device_status == status);
-        CHECK(read_status() == 0);
+        CHECK(g_last.args.weight_mode == ggemm::kDense);
+        CHECK(read_status() == 0xffffffffu);  // no memset: the GEMM kernel writes the word whole
         CHECK(counter_is_zero());
     }
     SUBCASE("M = 0 clears the status word and launches nothing") {
@@ -235,8 +235,8 @@ TEST_CASE("execute on a GPU with a recording fake kernel") {
         CHECK(g_launches == 1);
         CHECK(g_last.args.b_ptrs == b_ptrs);
         CHECK(reinterpret_cast<char*>(g_last.args.b_maps) == static_cast<char*>(workspace) + 128);
-        CHECK(read_status() == 0);
-        CHECK(counter_is_zero());  // discrete mode resets the counter too
+        CHECK(read_status() == 0);         // cleared: the map builder ORs into it
+        CHECK_FALSE(counter_is_zero());    // the static scheduler reads no counter
     }
     SUBCASE("a failing launch is GGEMM_ERROR_CUDA naming the kernel") {
         std::vector<ggemm::KernelVariant> failing = {variants[0]};
@@ -248,20 +248,6 @@ TEST_CASE("execute on a GPU with a recording fake kernel") {
         CHECK(message_contains("launching kernel fake_failing"));
         CHECK(message_contains("cudaErrorInvalidConfiguration"));
     }
-    SUBCASE("host cost of one call") {
-        // Everything but the kernel: reading and validating the arguments (pointer queries
-        // included), two tensor-map encodes, two memsets, the launch call.
-        const int calls = 2000;
-        for (int i = 0; i < 100; ++i) ggemm::execute_plan(plan, &args, desc.m_capacity, stream);
-        const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < calls; ++i) ggemm::execute_plan(plan, &args, desc.m_capacity, stream);
-        const auto stop = std::chrono::steady_clock::now();
-        const double microseconds = std::chrono::duration<double, std::micro>(stop - start).count() / calls;
-        MESSAGE("execute host cost: " << microseconds << " us per call (target < 5 us)");
-        CHECK(microseconds < 50.0);
-        CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
-    }
-
     cudaStreamDestroy(stream);
     for (void* pointer : {a, b, offsets, alpha, prob, d, workspace, status, b_ptrs}) cudaFree(pointer);
 }
