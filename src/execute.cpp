@@ -11,6 +11,39 @@
 #include "src/validate.h"
 
 namespace ggemm {
+namespace {
+
+// The weight map of this thread's last call, by plan and address: weights rarely move, so a
+// call with the plan and weights of the one before reuses its map instead of encoding it again
+// (the map depends on nothing else: shape, box and swizzle come from the plan). Per thread, so
+// plans stay immutable and execute takes no lock.
+struct WeightMapCache {
+    uint64_t plan_serial = 0;  // 0: empty (plan serials start at 1)
+    const void* address = nullptr;
+    CUtensorMap map;
+};
+thread_local WeightMapCache t_weight_map;
+
+ggemm_status_t weight_map(const ggemm_plan& plan, const ggemm_args& args, CUtensorMap* map) noexcept {
+    const ggemm_plan_desc& desc = plan.desc;
+    const bool dense = desc.weight_mode == GGEMM_WEIGHTS_DENSE;
+    const void* address = dense ? args.b : b_template_placeholder(args.b_ptrs);
+    if (plan.serial != 0 && t_weight_map.plan_serial == plan.serial && t_weight_map.address == address) {
+        *map = t_weight_map.map;
+        return GGEMM_SUCCESS;
+    }
+    const TensorMapShape shape = dense ? b_dense_map_shape(address, desc.n, desc.k, desc.num_experts, plan.variant)
+                                       : b_template_map_shape(address, desc.n, desc.k, plan.variant);
+    const ggemm_status_t status = encode_tensor_map(shape, "B", map);
+    if (status == GGEMM_SUCCESS) {
+        t_weight_map.plan_serial = plan.serial;
+        t_weight_map.address = address;
+        t_weight_map.map = *map;
+    }
+    return status;
+}
+
+}  // namespace
 
 KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noexcept {
     const ggemm_plan_desc& desc = plan.desc;
@@ -69,11 +102,7 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     if (args.m > 0) {
         status = encode_tensor_map(a_map_shape(args.a, args.m, desc.k, variant), "A", &params.a_map);
         if (status != GGEMM_SUCCESS) return status;
-        const TensorMapShape b_shape =
-            desc.weight_mode == GGEMM_WEIGHTS_DENSE
-                ? b_dense_map_shape(args.b, desc.n, desc.k, desc.num_experts, variant)
-                : b_template_map_shape(b_template_placeholder(args.b_ptrs), desc.n, desc.k, variant);
-        status = encode_tensor_map(b_shape, "B", &params.b_map);
+        status = weight_map(plan, args, &params.b_map);
         if (status != GGEMM_SUCCESS) return status;
     }
 

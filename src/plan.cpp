@@ -2,6 +2,7 @@
 // best, and say why in the plan's description.
 #include "src/plan.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cuda_runtime_api.h>
@@ -161,6 +162,8 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
     plan->grid = best->score.grid;
     plan->workspace_bytes = workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts);
     plan->description = describe_plan(*plan, candidates, *best, excluded);
+    static std::atomic<uint64_t> last_serial{0};
+    plan->serial = ++last_serial;
     return GGEMM_SUCCESS;
 }
 

@@ -18,6 +18,7 @@ struct ggemm_plan {
     int32_t grid = 0;              // persistent CTAs, a multiple of variant.cluster_m
     uint64_t workspace_bytes = 0;
     std::string description;       // ggemm_plan_describe's text
+    uint64_t serial = 0;           // unique among this process's plans (from 1), never reused
 };
 
 namespace ggemm {

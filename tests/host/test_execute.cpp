@@ -238,6 +238,48 @@ TEST_CASE("execute on a GPU with a recording fake kernel") {
         CHECK(read_status() == 0);         // cleared: the map builder ORs into it
         CHECK_FALSE(counter_is_zero());    // the static scheduler reads no counter
     }
+    SUBCASE("the weight map is reused only for the same plan and weights") {
+        auto b_map_bytes = [&] {
+            g_launches = 0;
+            REQUIRE(ggemm::execute_plan(plan, &args, desc.m_capacity, stream) == GGEMM_SUCCESS);
+            REQUIRE(g_launches == 1);
+            return std::vector<unsigned char>(reinterpret_cast<const unsigned char*>(&g_last.b_map),
+                                              reinterpret_cast<const unsigned char*>(&g_last.b_map) + 128);
+        };
+        auto fresh_map_bytes = [&](const ggemm_plan& p, const void* weights) {
+            CUtensorMap map;
+            REQUIRE(ggemm::encode_tensor_map(ggemm::b_dense_map_shape(weights, p.desc.n, p.desc.k,
+                                                                      p.desc.num_experts, p.variant),
+                                             "B", &map) == GGEMM_SUCCESS);
+            return std::vector<unsigned char>(reinterpret_cast<const unsigned char*>(&map),
+                                              reinterpret_cast<const unsigned char*>(&map) + 128);
+        };
+        void* other_b = nullptr;
+        REQUIRE(cudaMalloc(&other_b, experts * n * k * 2) == cudaSuccess);
+        const auto first = b_map_bytes();
+        CHECK(first == fresh_map_bytes(plan, b));
+        CHECK(b_map_bytes() == first);  // same plan, same weights: the cached map
+        args.b = other_b;
+        const auto moved = b_map_bytes();
+        CHECK(moved == fresh_map_bytes(plan, other_b));
+        CHECK(moved != first);
+        args.b = b;
+        CHECK(b_map_bytes() == first);
+        // Another plan (other N) with the same weights encodes its own map.
+        ggemm_plan_desc narrower = desc;
+        narrower.n = n / 2;
+        ggemm_plan other_plan;
+        REQUIRE(ggemm::build_plan(narrower, device, list_of(variants), &other_plan) == GGEMM_SUCCESS);
+        CHECK(other_plan.serial != plan.serial);
+        g_launches = 0;
+        REQUIRE(ggemm::execute_plan(other_plan, &args, narrower.m_capacity, stream) == GGEMM_SUCCESS);
+        const std::vector<unsigned char> narrower_map(reinterpret_cast<const unsigned char*>(&g_last.b_map),
+                                                      reinterpret_cast<const unsigned char*>(&g_last.b_map) + 128);
+        CHECK(narrower_map == fresh_map_bytes(other_plan, b));
+        CHECK(narrower_map != first);
+        REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+        cudaFree(other_b);
+    }
     SUBCASE("a failing launch is GGEMM_ERROR_CUDA naming the kernel") {
         std::vector<ggemm::KernelVariant> failing = {variants[0]};
         failing[0].name = "fake_failing";

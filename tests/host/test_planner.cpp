@@ -248,3 +248,13 @@ TEST_CASE("the description says what was chosen and why") {
     CHECK(describes(plan, "sm90_256x128_c2"));  // a losing candidate, with its score
     CHECK_FALSE(describes(plan, "sm100_256x256_c2"));  // another arch: not a candidate
 }
+
+TEST_CASE("planner: every plan gets its own serial, never 0 (it keys execute's weight-map cache)") {
+    const std::vector<ggemm::KernelVariant> variants = width_variants();
+    ggemm_plan first, second;
+    REQUIRE(ggemm::build_plan(valid_desc(), sm90_device(), list_of(variants), &first) == GGEMM_SUCCESS);
+    REQUIRE(ggemm::build_plan(valid_desc(), sm90_device(), list_of(variants), &second) == GGEMM_SUCCESS);
+    CHECK(first.serial != 0);
+    CHECK(second.serial != 0);
+    CHECK(first.serial != second.serial);
+}
