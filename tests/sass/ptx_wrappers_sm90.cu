@@ -11,6 +11,7 @@
 #include "ptx/cluster.h"
 #include "ptx/fence.h"
 #include "ptx/mbarrier.h"
+#include "ptx/smem.h"
 #include "ptx/tma.h"
 #include "ptx/wgmma.h"
 
@@ -45,6 +46,14 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         fence_proxy_tensormap_acquire(global_map);
     }
     named_barrier_sync(1, 128);
+    // ptx/smem.h: shared-window stores and loads (STS, STS.64, LDS.64, LDS.128).
+    const uint32_t slot = smem_addr(tile) + 16 * threadIdx.x;
+    st_shared_b32(slot, threadIdx.x);
+    st_shared_v2_b32(slot + 8, threadIdx.x, out[1]);
+    named_barrier_sync(1, 128);
+    const uint2 pair = ld_shared_v2_b32(slot ^ 16);
+    const uint4 quad = ld_shared_v4_b32(slot ^ 32);
+    out[2 + threadIdx.x] = pair.x + pair.y + quad.x + quad.y + quad.z + quad.w;
 }
 
 // One kernel per wgmma width, each with the whole register file (the accumulators of N = 256
