@@ -23,20 +23,11 @@
 #include <type_traits>
 
 #include "kernels/common/epilogue.h"
+#include "kernels/sm90/epilogue_layout.h"
 #include "ptx/barrier.h"
 #include "ptx/smem.h"
 
 namespace ggemm::sm90 {
-
-constexpr int kSliceRows = 64;        // one math warpgroup's rows
-constexpr int kSliceRowBytes = 128;   // one 128-byte swizzle row
-constexpr int kSliceBytes = kSliceRows * kSliceRowBytes;
-
-// Where byte `byte` of row `row` lives in a slice: 16-byte chunk c of row r is stored as chunk
-// c ^ (r % 8).
-__device__ __forceinline__ uint32_t slice_offset(int row, int byte) {
-    return static_cast<uint32_t>(row * kSliceRowBytes + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15));
-}
 
 // Two adjacent output elements, converted to T (round to nearest even) and written to shared
 // memory at `addr`.
@@ -121,7 +112,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             const float2 bottom = contract_pair<kValue>(e.t.alpha, make_float2(acc[4 * j + 2], acc[4 * j + 3]),
                                                         e.prob.y, bias[jj]);
             const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
-            const uint32_t at = top_row + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15);
+            const uint32_t at = top_row + swizzled_chunk(row, byte) + (byte & 15);
             stage_pair<T>(at, top);
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
