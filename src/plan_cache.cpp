@@ -74,6 +74,16 @@ void plan_cache_clear() {
     shared.plans.clear();
 }
 
+namespace {
+
+// The one-shot calls' first step: read and check the descriptor, then find or make its plan.
+ggemm_status_t one_shot_plan(const ggemm_plan_desc* desc, ggemm_plan_desc* checked, const ggemm_plan** plan) {
+    const ggemm_status_t status = read_one_shot_desc(desc, checked);
+    return status != GGEMM_SUCCESS ? status : cached_plan(*checked, plan);
+}
+
+}  // namespace
+
 }  // namespace ggemm
 
 extern "C" {
@@ -82,10 +92,8 @@ GGEMM_API ggemm_status_t ggemm_grouped_gemm(const ggemm_plan_desc* desc, const g
                                             struct CUstream_st* stream) {
     return ggemm::guarded("ggemm_grouped_gemm", [&] {
         ggemm_plan_desc checked;
-        ggemm_status_t status = ggemm::read_one_shot_desc(desc, &checked);
-        if (status != GGEMM_SUCCESS) return status;
         const ggemm_plan* plan = nullptr;
-        status = ggemm::cached_plan(checked, &plan);
+        const ggemm_status_t status = ggemm::one_shot_plan(desc, &checked, &plan);
         if (status != GGEMM_SUCCESS) return status;
         return ggemm::execute_plan(*plan, args, checked.m_capacity, stream);
     });
@@ -95,10 +103,8 @@ GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint6
     return ggemm::guarded("ggemm_workspace_size", [&] {
         if (bytes == nullptr) return ggemm::fail(GGEMM_ERROR_NULL_ARGUMENT, "bytes is NULL");
         ggemm_plan_desc checked;
-        ggemm_status_t status = ggemm::read_one_shot_desc(desc, &checked);
-        if (status != GGEMM_SUCCESS) return status;
         const ggemm_plan* plan = nullptr;
-        status = ggemm::cached_plan(checked, &plan);
+        const ggemm_status_t status = ggemm::one_shot_plan(desc, &checked, &plan);
         if (status != GGEMM_SUCCESS) return status;
         *bytes = plan->workspace_bytes;
         return GGEMM_SUCCESS;

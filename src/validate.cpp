@@ -320,28 +320,21 @@ ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int
                     current_device, desc.device, desc.device);
     }
     // --- residency: the only questions that cost a runtime call each ------------------------
+    const auto resident = [&](const char* name, const void* pointer) -> ggemm_status_t {
+        const PointerFacts facts = oracle.query(pointer);
+        if (is_memory_of_device(facts, desc.device)) return GGEMM_SUCCESS;
+        char what[160];
+        describe_memory(facts, what, sizeof what);
+        return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
+                    "args->%s = %p is %s; it must be device memory of the plan's device %d (or managed memory)",
+                    name, pointer, what, desc.device);
+    };
     for (const PointerRule& rule : pointers) {
         if (rule.pointer == nullptr) continue;
-        const PointerFacts facts = oracle.query(rule.pointer);
-        if (!is_memory_of_device(facts, desc.device)) {
-            char what[160];
-            describe_memory(facts, what, sizeof what);
-            return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
-                        "args->%s = %p is %s; it must be device memory of the plan's device %d (or managed memory)",
-                        rule.name, rule.pointer, what, desc.device);
-        }
+        const ggemm_status_t status = resident(rule.name, rule.pointer);
+        if (status != GGEMM_SUCCESS) return status;
     }
-    if (needs_workspace) {
-        const PointerFacts facts = oracle.query(args.workspace);
-        if (!is_memory_of_device(facts, desc.device)) {
-            char what[160];
-            describe_memory(facts, what, sizeof what);
-            return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
-                        "args->workspace = %p is %s; it must be device memory of the plan's device %d (or managed memory)",
-                        args.workspace, what, desc.device);
-        }
-    }
-    return GGEMM_SUCCESS;
+    return needs_workspace ? resident("workspace", args.workspace) : GGEMM_SUCCESS;
 }
 
 }  // namespace ggemm

@@ -30,7 +30,6 @@ constexpr int kEpiloguePitch = 40;
 // Per-tile constants of the epilogue.
 struct EpilogueTile {
     float alpha;          // alpha[expert]
-    const float* prob;    // M
     const void* bias;     // this expert's bias row (bias + expert * N), or nullptr
     void* c;              // nullptr when C is not generated
     void* d;
@@ -43,7 +42,6 @@ struct EpilogueTile {
 __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
     EpilogueTile t;
     t.alpha = args.alpha[expert];
-    t.prob = args.prob;
     t.bias = nullptr;
     if (args.bias != nullptr) {
         const int64_t elem = args.bias_dtype == kFP32 ? 4 : 2;

@@ -39,6 +39,7 @@
 #include <cstdint>
 
 #include "kernels/common/epilogue.h"
+#include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
 #include "kernels/common/weight_maps.cuh"
@@ -457,20 +458,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     // One CTA reports bad offsets; the scheduler in every CTA skips the experts they touch.
     if (blockIdx.x == 0 && args.device_status != nullptr) {
-        for (int g = thread; g < args.num_experts; g += Cfg::kThreads) {
-            const uint32_t bits = offset_status(g == 0 ? 0 : s.offsets[g - 1], s.offsets[g], args.m);
-            if (bits != 0) atomicOr(&s.status, bits);
-        }
-        __syncthreads();
-        // Dense weights: this CTA alone writes the word, whole, so execute need not clear it
-        // first. Discrete: execute cleared it and the map builder ORed in pointer bits.
-        if (thread == 0) {
-            if (args.weight_mode == kDense) {
-                *args.device_status = s.status;
-            } else if (s.status != 0) {
-                atomicOr(args.device_status, s.status);
-            }
-        }
+        report_offsets<Cfg::kThreads>(s.offsets, &s.status, args, thread);
     }
 
     if (warp < Cfg::kEpilogueWarps) {

@@ -30,7 +30,6 @@ std::string describe(const CaseConfig& config) {
     }
     if (config.one_shot) text << " one-shot";
     if (config.tile_n != 0) text << " tile_n=" << config.tile_n;
-    if (config.cluster_m != 0) text << " cluster_m=" << config.cluster_m;
     return text.str();
 }
 

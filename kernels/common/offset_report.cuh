@@ -1,0 +1,33 @@
+// The device status word's offset bits, reported by one CTA of the grid (both kernels run this;
+// the scheduler in every CTA skips the experts that bad offsets touch, scheduler.h).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/params.h"
+#include "kernels/common/scheduler.h"
+
+namespace ggemm {
+
+// Called by every thread of block 0 (kThreads of them) once `offsets` (the shared-memory copy of
+// padded_offsets) is complete; `cta_status` is a shared word zeroed at barrier init. Dense
+// weights: this CTA alone writes the word, whole, so execute need not clear it first.
+// Discrete: execute cleared it and the map builder ORed in pointer bits.
+template <int kThreads>
+__device__ __forceinline__ void report_offsets(const int32_t* offsets, uint32_t* cta_status, const KernelArgs& args,
+                                               int thread) {
+    for (int g = thread; g < args.num_experts; g += kThreads) {
+        const uint32_t bits = offset_status(g == 0 ? 0 : offsets[g - 1], offsets[g], args.m);
+        if (bits != 0) atomicOr(cta_status, bits);
+    }
+    __syncthreads();
+    if (thread == 0) {
+        if (args.weight_mode == kDense) {
+            *args.device_status = *cta_status;
+        } else if (*cta_status != 0) {
+            atomicOr(args.device_status, *cta_status);
+        }
+    }
+}
+
+}  // namespace ggemm
