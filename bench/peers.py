@@ -54,6 +54,9 @@ def parse_args():
     p.add_argument("--alt", action="append", default=[], metavar="TILE_NxCLUSTER_M",
                    help="also time ggemm with these overrides in the same rounds, e.g. 256x2 "
                         "(repeatable; reported as ggemm_256x2 beside the plan's choice)")
+    p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
+                   help="also time another build of libggemm.so (the plan's choice) in the same "
+                        "rounds, e.g. a branch: reported as ggemm_NAME (repeatable)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -289,6 +292,17 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"][name] = short_error(e)
 
+    for name, alt_lib in opts.alt_libs:
+        name = "ggemm_" + name
+        try:
+            gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False)
+            plans.append(gcase)
+            result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
+            result.setdefault("alt_plans", {})[name] = gcase.description
+            ops.append((name, lambda s, g=gcase: g.run(g.args[s], handle)))
+        except Exception as e:  # noqa: BLE001
+            result["errors"][name] = short_error(e)
+
     bt = [b.transpose(-2, -1) for b in data.b]
     peers = [
         ("grouped_mm", lambda s: torch._grouped_mm(data.a[s], bt[s], offs=data.offs, out_dtype=torch.bfloat16)),
@@ -476,6 +490,11 @@ def main():
     if not hasattr(torch, "_grouped_mm"):
         print("peers.py: this torch has no torch._grouped_mm; that peer will be recorded as failed")
     lib = gg.Library(os.path.abspath(opts.lib))
+    # ctypes loads each build RTLD_LOCAL, so two builds' entry points never mix.
+    opts.alt_libs = []
+    for spec in opts.alt_lib:
+        name, _, path = spec.partition("=")
+        opts.alt_libs.append((name, gg.Library(os.path.abspath(path))))
     props = torch.cuda.get_device_properties(0)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -485,7 +504,7 @@ def main():
         "commit": os.environ.get("GGEMM_COMMIT", "unknown"),
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
-        "cluster_m": opts.cluster_m, "alt": opts.alt,
+        "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }

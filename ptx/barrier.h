@@ -14,4 +14,9 @@ __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// bar.warp.sync 0xffffffff;                                                   PTX 6.0, sm_30
+// Every lane of the warp; orders their shared-memory accesses (what __syncwarp does, as an asm
+// statement so it stays ordered with the other ptx/ wrappers, which are asm statements too).
+__device__ __forceinline__ void warp_sync() { asm volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
+
 }  // namespace ggemm::ptx

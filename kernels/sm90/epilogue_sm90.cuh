@@ -3,10 +3,12 @@
 //
 // The accumulators leave in slices of 128 bytes per row: 64 columns of a 16-bit dtype, 32 of
 // fp32. Each thread converts its fragment of a slice in registers and writes it, already in the
-// output dtype, to the warpgroup's 64 x 128-byte shared buffer; then the warpgroup copies the
-// slice out with 16-byte loads and stores, eight threads per 128-byte row segment. The buffer
-// uses the 128-byte swizzle, so the fragment writes (eight rows, four threads each) and the row
-// reads (one row, eight chunks) are both free of bank conflicts.
+// output dtype, to the warpgroup's 64 x 128-byte shared buffer; then each warp copies out the 16
+// rows it wrote itself, with 16-byte loads and stores, eight lanes per 128-byte row segment. A
+// warp touches no other warp's rows, so the warps of a warpgroup never wait for each other here
+// (bar.warp.sync orders a warp's lanes). The buffer uses the 128-byte swizzle, so the fragment
+// writes (eight rows, four lanes each) and the row reads (one row, eight chunks) are both free of
+// bank conflicts.
 //
 // The wgmma accumulator layout (PTX ISA 9.7.15.5.1, "Register fragment for D" of m64nNk16): in
 // warp w of the warpgroup, lane l holds rows 16w + l/4 and 16w + l/4 + 8, and in each 8-column
@@ -44,23 +46,23 @@ __device__ __forceinline__ void stage_pair(uint32_t addr, float2 v) {
     }
 }
 
-// Copies a staged slice (its first column col0) to rows row_begin.. of `out`. Thread t of the
-// warpgroup moves chunk t % 8 of rows t / 8 + 16 i; chunks at or past N (the tile's tail) stay.
+// Copies warp w's 16 rows of a staged slice (its first column col0) to rows row_begin + 16 w..
+// of `out`: lane l moves chunk l % 8 of rows l / 8 + 4 i; chunks at or past N (the tile's tail)
+// stay.
 template <class T>
 __device__ __forceinline__ void copy_slice(uint32_t slice_addr, void* out, int64_t row_begin, int32_t col0,
-                                           int32_t n, int thread) {
+                                           int32_t n, int warp, int lane) {
     constexpr int kChunkCols = 16 / static_cast<int>(sizeof(T));
-    constexpr int kPasses = kSliceRows / 16;
-    const int chunk = thread % 8;
-    const int row = thread / 8;
+    constexpr int kPasses = 4;  // 16 rows, four per pass
+    const int chunk = lane % 8;
+    const int row = 16 * warp + lane / 8;
     const int32_t col = col0 + chunk * kChunkCols;
     if (col >= n) return;
-    const uint32_t src = slice_addr + slice_offset(row, chunk * 16);
     uint4 v[kPasses];
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) v[i] = ptx::ld_shared_v4_b32(src + i * 16 * kSliceRowBytes);
+    for (int i = 0; i < kPasses; ++i) v[i] = ptx::ld_shared_v4_b32(slice_addr + slice_offset(row + 4 * i, chunk * 16));
     char* dst = static_cast<char*>(out) + ((row_begin + row) * n + col) * static_cast<int64_t>(sizeof(T));
-    const int64_t step = int64_t{16} * n * static_cast<int64_t>(sizeof(T));
+    const int64_t step = int64_t{4} * n * static_cast<int64_t>(sizeof(T));
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) *reinterpret_cast<uint4*>(dst + i * step) = v[i];
 }
@@ -71,22 +73,20 @@ struct FragmentEpilogue {
     float2 prob;          // prob of the thread's rows r and r + 8
     uint32_t bias_addr;   // the tile's bias columns staged as fp32 (shared window), when t.bias
     uint32_t slice_addr;  // the warpgroup's slice buffer (shared window)
-    uint32_t barrier;     // the warpgroup's named barrier
+    uint32_t barrier;     // the warpgroup's named barrier (for the bias row)
     int64_t row_begin;    // the warpgroup's first row
     int32_t n_begin;      // the tile's first column
 };
 
 // Stores one output tensor of dtype T, holding the contract's kValue, from the accumulators.
-// After the tile's last slice (of its last output) the warpgroup goes on without waiting for the
-// copy: begin_epilogue's barrier, at the next tile, protects the buffer instead.
 template <class T, EpilogueValue kValue, int kTileN>
-__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, bool last_output,
-                                             const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, const float (&acc)[kTileN / 2]) {
     constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
     constexpr int kGroups = kCols / 8;
     const int thread = threadIdx.x % 128;
+    const int warp = thread / 32;
     const int lane = thread % 32;
-    const int row = (thread / 32) * 16 + lane / 4;  // and row + 8, which has the same swizzle
+    const int row = warp * 16 + lane / 4;  // and row + 8, which has the same swizzle
     const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
     const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));  // in an 8-column group
 #pragma unroll
@@ -116,22 +116,19 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             stage_pair<T>(at, top);
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
-        ptx::named_barrier_sync(e.barrier, 128);  // the slice is staged
-        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, thread);
-        const bool last_slice = slice + 1 == kTileN / kCols || col0 + kCols >= e.t.n;
-        if (!(last_output && last_slice)) {
-            ptx::named_barrier_sync(e.barrier, 128);  // the slice is read: the buffer may be reused
-        }
+        ptx::warp_sync();  // the warp's rows of the slice are staged
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, warp, lane);
+        ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }
 
 template <EpilogueValue kValue, int kTileN>
-__device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void* out, int32_t dtype, bool last_output,
+__device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void* out, int32_t dtype,
                                                 const float (&acc)[kTileN / 2]) {
     switch (dtype) {
-        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, last_output, acc); break;
-        case kFP16: store_output<__half, kValue, kTileN>(e, out, last_output, acc); break;
-        default: store_output<float, kValue, kTileN>(e, out, last_output, acc); break;
+        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, acc); break;
+        case kFP16: store_output<__half, kValue, kTileN>(e, out, acc); break;
+        default: store_output<float, kValue, kTileN>(e, out, acc); break;
     }
 }
 
@@ -140,11 +137,11 @@ __device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void*
 template <int kTileN>
 __device__ __forceinline__ void store_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
     if (e.t.bias != nullptr) {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, false, acc);
-        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, true, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc);
+        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc);
     } else {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, false, acc);
-        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, true, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc);
+        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, acc);
     }
 }
 
@@ -163,13 +160,14 @@ __device__ __forceinline__ float2 load_bias_pair(const EpilogueTile& t, int32_t 
     }
 }
 
-// Writes the thread's bias pair to the warpgroup's bias row, then waits until the whole row is
-// staged and the warpgroup has finished copying out its previous tile's last slice.
+// With bias: waits until every warp of the warpgroup is done with the previous tile's bias row,
+// writes the thread's pair of this tile's, and waits until the whole row is staged. The bias row
+// is the only shared-memory data the warps of a warpgroup exchange.
 __device__ __forceinline__ void begin_epilogue(const FragmentEpilogue& e, float2 bias_pair) {
-    if (e.t.bias != nullptr) {
-        ptx::st_shared_v2_b32(e.bias_addr + 8 * (threadIdx.x % 128), __float_as_uint(bias_pair.x),
-                              __float_as_uint(bias_pair.y));
-    }
+    if (e.t.bias == nullptr) return;
+    ptx::named_barrier_sync(e.barrier, 128);
+    ptx::st_shared_v2_b32(e.bias_addr + 8 * (threadIdx.x % 128), __float_as_uint(bias_pair.x),
+                          __float_as_uint(bias_pair.y));
     ptx::named_barrier_sync(e.barrier, 128);
 }
 

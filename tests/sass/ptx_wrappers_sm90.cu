@@ -51,6 +51,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     st_shared_b32(slot, threadIdx.x);
     st_shared_v2_b32(slot + 8, threadIdx.x, out[1]);
     named_barrier_sync(1, 128);
+    warp_sync();
     const uint2 pair = ld_shared_v2_b32(slot ^ 16);
     const uint4 quad = ld_shared_v4_b32(slot ^ 32);
     out[2 + threadIdx.x] = pair.x + pair.y + quad.x + quad.y + quad.z + quad.w;
