@@ -5,9 +5,9 @@
 # timed and cut to fit the deadline; a failed stage does not stop the later ones (a failed build
 # does). A short table is printed LAST; full logs go to $OUT.
 #
-# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers
+# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady
 #         STAGES="build bench peers" scripts/gpu_run.sh
-#   (default: all five, in that order)
+#   (default: all six, in that order)
 #
 # environment:
 #   OUT               results folder (the device tool sets it; default ./out, which git ignores)
@@ -19,12 +19,13 @@
 #   CMAKE_ARGS        extra configure arguments, e.g. -DGGEMM_DEBUG_BARRIERS=ON
 #   BENCH_ARGS        extra ggemm_bench arguments, e.g. --benchmark_filter=suite/
 #   PEERS_ARGS        peers.py arguments besides --lib/--out (default: --full-epilogue)
+#   STEADY_ARGS       steady_clock.py arguments besides --lib/--out (default: none)
 #   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
 # $OUT keeps at most 8 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
-# peers.md, peers.png, and while a stage runs its own log(s), which move into logs.tar when it
-# ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
+# peers.md, peers.png, steady.json, and while a stage runs its own log(s), which move into
+# logs.tar when it ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
 #
 # This script only reads the GPU's state (nvidia-smi -L / --query-gpu); it never changes clocks,
 # power limits or any other setting.
@@ -36,7 +37,7 @@ mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${GGEMM_DEADLINE_S:-570}))
-ALL_STAGES="build test sanitize bench peers"
+ALL_STAGES="build test sanitize bench peers steady"
 if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$ALL_STAGES}; fi
 for stage in $STAGE_LIST; do
   case " $ALL_STAGES " in
@@ -45,10 +46,11 @@ for stage in $STAGE_LIST; do
   esac
 done
 
-declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=300 [bench]=300 [peers]=300)
+declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=300 [bench]=300 [peers]=300 [steady]=120)
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck}
 SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
+STEADY_ARGS=${STEADY_ARGS:-}
 BENCH_ARGS=${BENCH_ARGS:-}
 CMAKE_ARGS=${CMAKE_ARGS:-}
 SCRATCH=$(mktemp -d /tmp/gpu_run.XXXXXX)
@@ -254,6 +256,39 @@ if s["cases_with_errors"]:
 if not doc.get("complete"):
     parts.append("INCOMPLETE")
 print("; ".join(parts))
+EOF
+)
+  return "$rc"
+}
+
+stage_steady() {
+  local lib="$BUILD_DIR/libggemm.so"
+  if [ ! -e "$lib" ]; then
+    NOTE="$lib not built"
+    return 1
+  fi
+  # The clock samples stay in $SCRATCH: only steady.json and the log come back.
+  # shellcheck disable=SC2086  # STEADY_ARGS is a list of arguments
+  SHOW_LINES=20 run_logged steady.log env PYTHONUNBUFFERED=1 python3 bench/steady_clock.py --lib "$lib" \
+    --out "$SCRATCH/steady" $STEADY_ARGS
+  local rc=$?
+  [ -s "$SCRATCH/steady/steady.json" ] && cp "$SCRATCH/steady/steady.json" "$OUT/steady.json"
+  NOTE=$(python3 - "$OUT/steady.json" <<'EOF' 2>&1
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no steady.json (%s)" % type(e).__name__); sys.exit()
+by = {}
+for w in doc["windows"]:
+    by.setdefault(w["case"], {})[w["op"]] = w
+parts = []
+for case, ops in by.items():
+    g, d = ops.get("ggemm", {}), ops.get("dense", {})
+    if g.get("clock_mhz") and d.get("clock_mhz"):
+        parts.append("%s ggemm/dense %.3f at %.0f/%.0f MHz" % (
+            case, g["tflops"] / d["tflops"], g["clock_mhz"], d["clock_mhz"]))
+print("; ".join(parts) or "no clock samples")
 EOF
 )
   return "$rc"
