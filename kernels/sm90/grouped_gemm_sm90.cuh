@@ -60,7 +60,7 @@ struct Config {
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
 enum class NamedBarrier : uint32_t {
-    kEpilogue = 1,  // + math warpgroup index: the staging buffer of that warpgroup
+    kEpilogue = 1,  // + math warpgroup index: that warpgroup's staged bias row
 };
 
 template <class Cfg>
