@@ -124,7 +124,10 @@ __device__ __forceinline__ void tma_store_wait_read() {
 // Rewrites the base address of a 128-byte tensor map that lives in global memory.
 __device__ __forceinline__ void tensormap_replace_global_address(void* global_map, uint64_t address) {
 #if defined(GGEMM_PTX_SM90A) || defined(GGEMM_PTX_SM100A)
-    asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" ::"l"(global_map),
+    // The .global operand takes a global-window address: convert, as cuda::ptx does (the SASS is
+    // the same today, where generic and global addresses of global memory coincide).
+    asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" ::"l"(
+                     __cvta_generic_to_global(global_map)),
                  "l"(address)
                  : "memory");
 #else

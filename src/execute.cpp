@@ -132,8 +132,9 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     }
     params.args = make_kernel_args(plan, args);
     params.grid = plan.grid;
-    cudaError_t error = variant.launch(params, stream);
-    if (error == cudaSuccess) error = cudaGetLastError();
+    // Every variant launches with cudaLaunchKernelEx, which returns its own launch's error: asking
+    // cudaGetLastError after a success could report an older error for work that was enqueued.
+    const cudaError_t error = variant.launch(params, stream);
     if (error != cudaSuccess) {
         cudaGetLastError();
         return fail(GGEMM_ERROR_CUDA, "launching kernel %s (grid %d) failed: %s (%s)", variant.name,

@@ -42,9 +42,13 @@ static __global__ void build_weight_maps(const __grid_constant__ CUtensorMap map
 static inline cudaError_t launch_build_weight_maps(const LaunchParams& p, cudaStream_t stream) {
     constexpr int kThreads = 128;
     const int blocks = (p.args.num_experts + kThreads - 1) / kThreads;
-    build_weight_maps<<<blocks, kThreads, 0, stream>>>(p.b_map, p.args.b_ptrs, p.args.b_maps,
-                                                       p.args.num_experts, p.args.device_status);
-    return cudaGetLastError();
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(blocks));
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    // The launch's own error, not the runtime's last one (which an earlier call could have left).
+    return cudaLaunchKernelEx(&config, build_weight_maps, p.b_map, p.args.b_ptrs, p.args.b_maps,
+                              p.args.num_experts, p.args.device_status);
 }
 
 }  // namespace ggemm
