@@ -171,7 +171,7 @@ void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& v
         return;
     }
     // Untimed calls first: without them the first host/ benchmarks of a process measured up to
-    // ~35 % more (H200 run, session 3). Google Benchmark's MinWarmUpTime refuses a fixed
+    // ~35 % more (H200, 2026-11-30). Google Benchmark's MinWarmUpTime refuses a fixed
     // iteration count.
     for (int call = 0; call < kHostWarmUpCalls; ++call) {
         const ggemm_status_t status = one_shot ? workload->execute_one_shot(0, stream) : workload->execute(0, stream);
