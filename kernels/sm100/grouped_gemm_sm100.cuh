@@ -42,7 +42,7 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
-#include "kernels/common/weight_maps.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/sm100/encodings.h"
 #include "ptx/cluster.h"
 #include "ptx/cta_pair.h"
@@ -504,25 +504,7 @@ cudaError_t prepare() {
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
     if (p.grid <= 0 || p.grid % Cfg::kCtaGroup != 0) return cudaErrorInvalidConfiguration;
-    if (p.args.weight_mode == kDiscrete) {
-        const cudaError_t built = launch_build_weight_maps(p, stream);
-        if (built != cudaSuccess) return built;
-    }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(p.grid));
-    config.blockDim = dim3(Cfg::kThreads);
-    config.dynamicSmemBytes = kSmemBytes<Cfg>;
-    config.stream = stream;
-    cudaLaunchAttribute cluster[1] = {};
-    if constexpr (Cfg::kCtaGroup > 1) {
-        cluster[0].id = cudaLaunchAttributeClusterDimension;
-        cluster[0].val.clusterDim.x = Cfg::kCtaGroup;
-        cluster[0].val.clusterDim.y = 1;
-        cluster[0].val.clusterDim.z = 1;
-        config.attrs = cluster;
-        config.numAttrs = 1;
-    }
-    return cudaLaunchKernelEx(&config, grouped_gemm_sm100<Cfg>, p.a_map, p.b_map, p.args);
+    return launch_gemm(grouped_gemm_sm100<Cfg>, p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kCtaGroup, stream);
 }
 
 }  // namespace ggemm::sm100

@@ -18,7 +18,7 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
-#include "kernels/common/weight_maps.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "ptx/barrier.h"
 #include "ptx/fence.h"
@@ -260,16 +260,7 @@ cudaError_t prepare() {
 
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
-    if (p.args.weight_mode == kDiscrete) {
-        const cudaError_t built = launch_build_weight_maps(p, stream);
-        if (built != cudaSuccess) return built;
-    }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(p.grid));
-    config.blockDim = dim3(Cfg::kThreads);
-    config.dynamicSmemBytes = kSmemBytes<Cfg>;
-    config.stream = stream;
-    return cudaLaunchKernelEx(&config, grouped_gemm_sm90<Cfg>, p.a_map, p.b_map, p.args);
+    return launch_gemm(grouped_gemm_sm90<Cfg>, p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
 }
 
 }  // namespace ggemm::sm90
