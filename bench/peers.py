@@ -281,21 +281,9 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
 
-    for alt in opts.alt:
-        name = "ggemm_" + alt
+    for name, alt_lib, tile_n, cluster_m in opts.alternatives:
         try:
-            tile_n, cluster_m = (int(v) for v in alt.split("x"))
-            gcase = GgemmCase(lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m)
-            plans.append(gcase)
-            result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
-            ops.append((name, lambda s, g=gcase: g.run(g.args[s], handle)))
-        except Exception as e:  # noqa: BLE001
-            result["errors"][name] = short_error(e)
-
-    for name, alt_lib in opts.alt_libs:
-        name = "ggemm_" + name
-        try:
-            gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False)
+            gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m)
             plans.append(gcase)
             result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
             result.setdefault("alt_plans", {})[name] = gcase.description
@@ -490,11 +478,18 @@ def main():
     if not hasattr(torch, "_grouped_mm"):
         print("peers.py: this torch has no torch._grouped_mm; that peer will be recorded as failed")
     lib = gg.Library(os.path.abspath(opts.lib))
-    # ctypes loads each build RTLD_LOCAL, so two builds' entry points never mix.
-    opts.alt_libs = []
+    # Further ggemm runs in the same rounds: (name, library, tile_n, cluster_m). ctypes loads each
+    # build RTLD_LOCAL, so two builds' entry points never mix.
+    opts.alternatives = []
+    for spec in opts.alt:
+        try:
+            tile_n, cluster_m = (int(v) for v in spec.split("x"))
+        except ValueError:
+            sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M" % spec)
+        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m))
     for spec in opts.alt_lib:
         name, _, path = spec.partition("=")
-        opts.alt_libs.append((name, gg.Library(os.path.abspath(path))))
+        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0))
     props = torch.cuda.get_device_properties(0)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -88,6 +88,13 @@ pack_logs() {
   done
 }
 
+# built PATH: true when PATH exists; otherwise the stage's NOTE says so.
+built() {
+  [ -e "$1" ] && return 0
+  NOTE="$1 not built"
+  return 1
+}
+
 find_binary() {
   find "$BUILD_DIR" -name "$1" -type f -perm -u+x 2>/dev/null | head -n 1
 }
@@ -207,10 +214,7 @@ stage_sanitize() {
 
 stage_bench() {
   local bin="$BUILD_DIR/bench/ggemm_bench"
-  if [ ! -x "$bin" ]; then
-    NOTE="$bin not built"
-    return 1
-  fi
+  built "$bin" || return 1
   # shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments
   run_logged bench.log "$bin" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json $BENCH_ARGS
   local rc=$?
@@ -229,10 +233,7 @@ stage_bench() {
 
 stage_peers() {
   local lib="$BUILD_DIR/libggemm.so"
-  if [ ! -e "$lib" ]; then
-    NOTE="$lib not built"
-    return 1
-  fi
+  built "$lib" || return 1
   # shellcheck disable=SC2086  # PEERS_ARGS is a list of arguments
   SHOW_LINES=40 run_logged peers.log env PYTHONUNBUFFERED=1 python3 bench/peers.py --lib "$lib" --out "$OUT" $PEERS_ARGS
   local rc=$?
@@ -263,10 +264,7 @@ EOF
 
 stage_steady() {
   local lib="$BUILD_DIR/libggemm.so"
-  if [ ! -e "$lib" ]; then
-    NOTE="$lib not built"
-    return 1
-  fi
+  built "$lib" || return 1
   # The clock samples stay in $SCRATCH: only steady.json and the log come back.
   # shellcheck disable=SC2086  # STEADY_ARGS is a list of arguments
   SHOW_LINES=20 run_logged steady.log env PYTHONUNBUFFERED=1 python3 bench/steady_clock.py --lib "$lib" \
