@@ -120,4 +120,32 @@ struct Wgmma<128> {
     }
 };
 
+// wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+//     {d0..d31}, desc_a, desc_b, p, 1, 1, 0, 0;              PTX 8.0, sm_90a
+// d += A(64x16) * B(64x16)^T, or d = A * B^T when accumulate == 0 (p false). The trailing
+// immediates: scale-a 1, scale-b 1, no transpose of A or B (both K-major).
+template <>
+struct Wgmma<64> {
+    static constexpr int kAccumulators = 32;
+    __device__ __forceinline__ static void mma(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
+                                               uint32_t accumulate) {
+#if defined(GGEMM_PTX_SM90A)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "setp.ne.b32 p, %34, 0;\n\t"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "%32, %33, p, 1, 1, 0, 0;\n\t}"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+            "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+            "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+            "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+#else
+        (void)d; (void)desc_a; (void)desc_b; (void)accumulate;
+        ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+    }
+};
+
 }  // namespace ggemm::ptx

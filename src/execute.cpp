@@ -72,6 +72,11 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     kernel.generate_c = desc.generate_c;
     kernel.scheduler = desc.scheduler;
     kernel.weight_mode = desc.weight_mode;
+    // Tiles if every expert's offsets are usable (skipped experts only shorten the last round;
+    // the split stays correct, see kernels/common/tail_split.h).
+    const KernelVariant& variant = plan.variant;
+    const int64_t tiles = args.m / variant.tile_m * ((desc.n + variant.tile_n - 1) / variant.tile_n);
+    kernel.tail = choose_tail_split(tiles, plan.grid, variant.tile_n, variant.max_tail_pieces);
     return kernel;
 }
 

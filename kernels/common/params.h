@@ -8,6 +8,8 @@
 #include <cuda.h>  // CUtensorMap (a type only: the library does not link libcuda)
 #include <cuda_runtime_api.h>
 
+#include "tail_split.h"
+
 namespace ggemm {
 
 // Same values as GGEMM_DTYPE_* in include/ggemm.h (checked by a static_assert in src/).
@@ -37,6 +39,7 @@ struct KernelArgs {
     int32_t generate_c;
     int32_t scheduler;
     int32_t weight_mode;
+    TailSplit tail;                 // work items past tail.first_piece are pieces of tiles
 };
 
 // Everything one launch needs. The maps are passed to the kernel as __grid_constant__
@@ -63,6 +66,7 @@ struct KernelVariant {
     int32_t cluster_m;      // CTAs per cluster along M (TMA multicast of the weight tile)
     int32_t a_box_rows;     // rows per TMA box of A (the A map's box height)
     int32_t b_box_rows;     // rows per TMA box of B
+    int32_t max_tail_pieces;  // pieces the kernel can cut a tile of the last round into (1: none)
     int32_t smem_bytes;     // dynamic shared memory per CTA
     int32_t threads;        // threads per CTA
     PrepareFn prepare;

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "hd.h"
+#include "tail_split.h"
 
 namespace ggemm {
 
@@ -68,7 +69,8 @@ GGEMM_HD ExpertRows expert_rows(const int32_t* offsets, int32_t expert, int64_t 
 struct TileCoord {
     int32_t expert;     // -1 once the tiles are exhausted
     int32_t row_begin;  // first row of the tile (< 2^31: M is bounded by the int32 offsets)
-    int32_t n_begin;    // first column of the tile
+    int32_t n_begin;    // first column of the tile (or of the piece: tail_split.h)
+    int32_t n_width;    // columns: the tile width, or a piece's
 };
 
 // Position of tile `local` of an expert with m_blocks x n_blocks tiles, in raster groups of
@@ -130,11 +132,20 @@ struct GroupedTileScheduler {
             expert_row_begin = rows.row_begin;
             expert_m_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin) / kTileM);
         }
-        if (expert >= num_experts) return {-1, 0, 0};
+        if (expert >= num_experts) return {-1, 0, 0, 0};
         const TilePosition p =
             raster_tile(index - expert_first_tile, expert_m_blocks, n_blocks, group_m);
         return {expert, static_cast<int32_t>(expert_row_begin + int64_t{p.m_block} * kTileM),
-                p.n_block * kTileN};
+                p.n_block * kTileN, kTileN};
+    }
+
+    // Maps a work item (never smaller than the previous call's) to its tile or piece of a tile.
+    GGEMM_HD TileCoord item(int64_t work_item, TailSplit split) {
+        const SplitItem at = split_item(work_item, split, kTileN);
+        TileCoord t = tile(at.tile);
+        t.n_begin += at.column;
+        t.n_width = at.width;
+        return t;
     }
 };
 

@@ -177,6 +177,7 @@ __device__ __forceinline__ void publish_to_peer(TileCoord* slot, uint64_t* tile_
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, expert), static_cast<uint32_t>(tile.expert));
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, row_begin), static_cast<uint32_t>(tile.row_begin));
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, n_begin), static_cast<uint32_t>(tile.n_begin));
+    ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, n_width), static_cast<uint32_t>(tile.n_width));
     ptx::mbarrier_arrive_cluster(tile_full, 1);  // release.cluster: the stores above come first
 }
 

@@ -22,6 +22,7 @@ constexpr KernelVariant sm100_variant(const char* name) {
             /*cluster_m=*/Cfg::kCtaGroup,
             /*a_box_rows=*/Cfg::kTileM,                // each CTA loads its own 128 rows of A
             /*b_box_rows=*/Cfg::kBRows,                // and its part of B (a pair: tile_n / 2)
+            /*max_tail_pieces=*/1,                     // tiles are never cut (tail_split.h)
             sm100::kSmemBytes<Cfg>,
             Cfg::kThreads,
             &sm100::prepare<Cfg>,

@@ -6,9 +6,10 @@
 // One CTA per SM. Warpgroup 0 is the producer: one thread walks the tile schedule, publishes
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
 // multi-stage shared-memory ring with TMA. Warpgroups 1 and 2 each own 64 rows of the 128-row
-// tile and issue m64nNk16 wgmma over the full tile width, keeping one wgmma batch in flight, then
-// run the epilogue: accumulators converted in registers, staged through shared memory 128 bytes
-// of a row at a time, and stored as whole row segments (epilogue_sm90.cuh).
+// tile and issue m64nNk16 wgmma over the full tile width (over a piece's width when the last
+// partial round of tiles is cut along N, kernels/common/tail_split.h), keeping one wgmma batch in
+// flight, then run the epilogue: accumulators converted in registers, staged through shared
+// memory 128 bytes of a row at a time, and stored as whole row segments (epilogue_sm90.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -51,7 +52,7 @@ struct Config {
     static_assert(128 * kProducerRegisters + 128 * kMathWarpgroups * kMathRegisters <=
                       kThreads * (65536 / kThreads / 8 * 8),
                   "setmaxnreg budget exceeds the registers the launch gave the CTA");
-    static_assert(kTileN % 64 == 0 && kTileN <= 256, "wgmma N and the TMA box (<= 256 rows)");
+    static_assert(kTileN % kPieceColumns == 0 && kTileN <= 256, "wgmma N, pieces and the TMA box (<= 256 rows)");
     static_assert(kTileM % kSegmentAlignment == 0 || kSegmentAlignment % kTileM == 0,
                   "a tile must never straddle two experts");
     static_assert(kGroupM % 2 == 0, "raster groups pair row blocks");
@@ -101,18 +102,20 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     const bool dynamic = args.scheduler == kDynamic;
 
-    int64_t index = dynamic ? atomicAdd(args.tile_counter, 1u) : blockIdx.x;
+    // Work items: tiles, then pieces of the last round's tiles (tail_split.h).
+    int64_t item = dynamic ? atomicAdd(args.tile_counter, 1u) : blockIdx.x;
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = schedule.tile(index);
+        const TileCoord tile = schedule.item(item, args.tail);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
         s.tiles[slot] = tile;
         ptx::mbarrier_arrive(&s.tile_full[slot]);
         if (tile.expert < 0) return;
-        // Claim the next tile now so the atomic's latency hides behind this tile's loads.
-        index = dynamic ? atomicAdd(args.tile_counter, 1u) : index + gridDim.x;
+        // Claim the next item now so the atomic's latency hides behind this one's loads.
+        item = dynamic ? atomicAdd(args.tile_counter, 1u) : item + gridDim.x;
+        if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
         if (discrete && tile.expert != mapped_expert) {
@@ -125,6 +128,8 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
             const int32_t k = kb * Cfg::kBlockK;
             ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
+            // A piece loads the tile-wide box from its own first column and uses its first
+            // n_width rows (one box per tile keeps whole tiles at one B load per k-block).
             if (discrete) {
                 ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
             } else {
@@ -138,9 +143,62 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     }
 }
 
+// One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
+// k-block, keeping one batch in flight and releasing each stage as soon as its batch is done.
+template <class Cfg, int kWidth>
+__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
+                                          float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
+    using Mma = ptx::Wgmma<kWidth>;
+    uint32_t previous_stage = 0;
+    for (int32_t kb = 0; kb < k_blocks; ++kb) {
+        ptx::mbarrier_wait(&s.full[stage], phase);
+        const uint32_t a_base = ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
+        const uint32_t b_base = ptx::smem_addr(s.stages[stage].b);
+#pragma unroll
+        for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
+            // A k16 slice starts 32 bytes further along the swizzled 128-byte row.
+            const uint64_t desc_a = ptx::wgmma_smem_desc(a_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
+            const uint64_t desc_b = ptx::wgmma_smem_desc(b_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
+            Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
+        }
+        ptx::wgmma_commit();
+#pragma unroll
+        for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        // Keep this batch in flight; the previous one has finished reading its stage.
+        if (kb > 0) {
+            ptx::wgmma_wait<1>();
+            if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+        }
+        previous_stage = stage;
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+    ptx::wgmma_wait<0>();
+    if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+#pragma unroll
+    for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+}
+
+// The main loop and epilogue of a tile or piece kWidth columns wide, on the first kWidth / 2
+// accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix).
+template <class Cfg, int kWidth>
+__device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const FragmentEpilogue& epilogue, float2 bias_pair,
+                                         int32_t k_blocks, int warpgroup, int lane, float (&acc)[Cfg::kTileN / 2],
+                                         uint32_t& stage, uint32_t& phase) {
+    static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
+    auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
+    main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
+    begin_epilogue(epilogue, bias_pair);
+    store_tile<kWidth>(epilogue, part);
+}
+
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
-    using Mma = ptx::Wgmma<Cfg::kTileN>;
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     float acc[Cfg::kTileN / 2];
@@ -152,6 +210,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         __syncwarp();
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
         if (tile.expert < 0) return;
+        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
         // The epilogue's global reads are issued now, so their latency hides behind the main loop.
         FragmentEpilogue epilogue;
         epilogue.t = epilogue_tile(args, tile.expert);
@@ -164,44 +223,18 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         epilogue.prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
         const float2 bias_pair = load_bias_pair<Cfg::kTileN>(epilogue.t, tile.n_begin);
 
-        uint32_t previous_stage = 0;
-        for (int32_t kb = 0; kb < k_blocks; ++kb) {
-            ptx::mbarrier_wait(&s.full[stage], phase);
-            const uint32_t a_base =
-                ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
-            const uint32_t b_base = ptx::smem_addr(s.stages[stage].b);
-#pragma unroll
-            for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-            ptx::wgmma_fence();
-#pragma unroll
-            for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
-                // A k16 slice starts 32 bytes further along the swizzled 128-byte row.
-                const uint64_t desc_a =
-                    ptx::wgmma_smem_desc(a_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
-                const uint64_t desc_b =
-                    ptx::wgmma_smem_desc(b_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
-                Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
+        // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).
+        if (tile.n_width == Cfg::kTileN) {
+            run_tile<Cfg, Cfg::kTileN>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
+        } else if constexpr (Cfg::kTileN == 256) {
+            if (tile.n_width == 128) {
+                run_tile<Cfg, 128>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
+            } else {
+                run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
             }
-            ptx::wgmma_commit();
-#pragma unroll
-            for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-            // Keep this batch in flight; the previous one has finished reading its stage.
-            if (kb > 0) {
-                ptx::wgmma_wait<1>();
-                if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
-            }
-            previous_stage = stage;
-            if (++stage == Cfg::kStages) {
-                stage = 0;
-                phase ^= 1;
-            }
+        } else {
+            run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
         }
-        ptx::wgmma_wait<0>();
-        if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
-#pragma unroll
-        for (int r = 0; r < Cfg::kTileN / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-        begin_epilogue(epilogue, bias_pair);
-        store_tile<Cfg::kTileN>(epilogue, acc);
     }
 }
 

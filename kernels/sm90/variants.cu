@@ -17,6 +17,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
             /*cluster_m=*/1,
             /*a_box_rows=*/Cfg::kTileM,
             /*b_box_rows=*/Cfg::kTileN,
+            /*max_tail_pieces=*/kMaxPieces,
             sm90::kSmemBytes<Cfg>,
             Cfg::kThreads,
             &sm90::prepare<Cfg>,

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "kernels/common/tail_split.h"
 #include "runner.h"
 
 using namespace ggemm_test;
@@ -63,8 +64,10 @@ CaseConfig with(CaseConfig config, int sampled_rows_per_expert, int64_t slack_ro
 // Rough host cost per case on 16 cores: data generation (B up to 2.6 G elements for #4), the
 // reference (sampled rows for the large N*K cases), the output checks. Full verification wherever
 // the reference is cheap.
+constexpr int kAllRows = -1;  // sampled_rows_per_expert: check every row
+
 std::vector<CaseConfig> matrix_cases() {
-    constexpr int kAll = -1;
+    constexpr int kAll = kAllRows;
     std::vector<CaseConfig> cases = {
         with(one_expert(shape("1 tiny", 1, 8, 8, BF16, BF16, NONE, true, STATIC), 0, 500), kAll, 256),
         with(random_rows(shape("2 small", 2, 264, 72, BF16, FP16, BF16, true, DYNAMIC), 1000), kAll, 256, true),
@@ -205,6 +208,47 @@ TEST_CASE("matrix: every SM90 tile width, cases 2, 9 and 13") {
             CAPTURE(tile_n);
             run_matrix_case(index, false, tile_n);
             run_matrix_case(index, true, tile_n);
+        }
+    }
+}
+
+// The last partial round of tiles cut into pieces along N (kernels/common/tail_split.h), on this
+// GPU's SM count, for every SM90 tile width: M is searched so that at least one whole round of
+// tiles runs before the pieces, with N = 520 so that some pieces start past N. Static and dynamic
+// schedulers, dense and discrete weights (bitwise equal), every row against the reference.
+TEST_CASE("matrix: the last round of tiles cut into pieces, every SM90 tile width") {
+    int sm_count = 0;
+    REQUIRE(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+    for (const int32_t tile_n : {256, 192, 128}) {
+        const int64_t column_blocks = (520 + tile_n - 1) / tile_n;
+        int64_t rows = 256;
+        ggemm::TailSplit split{0, 1};
+        for (;; rows += 256) {
+            const int64_t tiles = rows / 128 * column_blocks;
+            split = ggemm::choose_tail_split(tiles, sm_count, tile_n, ggemm::kMaxPieces);
+            if (split.pieces > 1 && split.first_piece >= sm_count) break;
+        }
+        for (const int32_t scheduler : {STATIC, DYNAMIC}) {
+            CaseConfig config = with(one_expert(shape("tail pieces", 3, 520, 72, BF16, BF16, NONE, false, scheduler),
+                                                1, rows),
+                                     kAllRows, 0);
+            config.tile_n = tile_n;
+            config.seed = mix_seed(4000, static_cast<std::size_t>(tile_n + scheduler));
+            const HostCase host_case = make_case(config);
+            REQUIRE(host_case.m == rows);  // every tile of M is real: the split lands on real tiles
+            const Problem problem = host_case.problem();
+            const Result reference = reference_for(host_case, problem);
+            Stream stream;
+            CaseBuffers buffers(host_case, /*dense=*/true, /*discrete=*/true);
+            std::ostringstream what;
+            what << case_text(host_case, "dense") << " tile_n=" << tile_n << " split at item " << split.first_piece
+                 << " into " << split.pieces << " pieces";
+            const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
+            std::string summary;
+            verify_run(what.str(), host_case, problem, reference, dense, 0, 0, &summary);
+            const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
+            if (same_bits(what.str() + " discrete vs dense", discrete, dense)) summary += ", discrete bitwise equal";
+            MESSAGE(what.str() << ": " << summary);
         }
     }
 }

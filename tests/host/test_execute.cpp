@@ -76,6 +76,31 @@ TEST_CASE("kernel arguments from validated call arguments") {
     CHECK(dense.generate_c == 1);
 }
 
+TEST_CASE("kernel arguments: the last partial round of tiles is split along N on SM90 only") {
+    auto variants = width_variants();
+    ggemm_plan_desc desc = valid_desc();
+    desc.m_capacity = 16384;
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    REQUIRE(plan.variant.tile_n == 256);
+    REQUIRE(plan.grid == 132);
+    // M = 8704: 68 row blocks x 16 column blocks = 1088 tiles = 8 x 132 + 32: 32 tiles in the
+    // last round, cut in halves (64 CTAs, half the grid at most).
+    ggemm_args args = valid_args(8704);
+    ggemm::KernelArgs kernel = ggemm::make_kernel_args(plan, args);
+    CHECK(kernel.tail.first_piece == 1056);
+    CHECK(kernel.tail.pieces == 2);
+    // M = 8448: 1056 tiles, whole rounds only.
+    args = valid_args(8448);
+    kernel = ggemm::make_kernel_args(plan, args);
+    CHECK(kernel.tail.pieces == 1);
+    // The SM100 kernels never cut a tile.
+    REQUIRE(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    REQUIRE(plan.variant.arch == 100);
+    kernel = ggemm::make_kernel_args(plan, valid_args(8704));
+    CHECK(kernel.tail.pieces == 1);
+}
+
 TEST_CASE("the real pointer oracle leaves no runtime error behind") {
     std::vector<char> host(64);
     const ggemm::PointerFacts facts = ggemm::cuda_pointer_oracle().query(host.data());

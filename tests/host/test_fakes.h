@@ -62,6 +62,7 @@ inline ggemm::KernelVariant variant(const char* name, int32_t arch, int32_t tile
     v.cluster_m = cluster_m;
     v.a_box_rows = 64;
     v.b_box_rows = tile_n;
+    v.max_tail_pieces = arch == 90 ? 4 : 1;
     v.smem_bytes = smem_bytes;
     v.threads = 384;
     v.prepare = nullptr;

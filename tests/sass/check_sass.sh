@@ -233,6 +233,7 @@ if [[ -n "$nvcc" ]]; then
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi64' 'HGMMA\.64x64x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_setmaxnreg' 'USETMAXREG\.DEALLOC' 'USETMAXREG\.TRY_ALLOC'
     fi
 fi

@@ -84,6 +84,7 @@ __global__ void __launch_bounds__(128, 1) ptx_wrappers_sm90_wgmma(float* out) {
 template __global__ void ptx_wrappers_sm90_wgmma<256>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<192>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<128>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<64>(float*);
 
 // setmaxnreg takes effect only under a launch-bounds register cap, one role per warpgroup.
 __global__ void __launch_bounds__(384, 1) ptx_wrappers_sm90_setmaxnreg(float* out) {
