@@ -102,6 +102,14 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
                 : "dynamic (tiles claimed from a counter in the workspace, zeroed in-stream)");
     appendf(&text, "grid: %d persistent CTAs (%d SMs - margin %d, rounded down to whole clusters of %d)\n",
             plan.grid, device.sm_count, desc.sm_margin, variant.cluster_m);
+    if (variant.max_tail_pieces > 1) {
+        appendf(&text,
+                "last round: when M leaves a partial last round of tiles small enough, its tiles run as up to %d "
+                "pieces along N (full K each)\n",
+                variant.max_tail_pieces);
+    } else {
+        appendf(&text, "last round: tiles are never cut\n");
+    }
     appendf(&text, "workspace: %llu bytes per call in flight\n",
             static_cast<unsigned long long>(plan.workspace_bytes));
     appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d (0 = planner's choice)\n",

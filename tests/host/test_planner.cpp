@@ -150,6 +150,8 @@ TEST_CASE("sm_margin shrinks the grid, rounded down to whole clusters") {
     ggemm_plan plan = plan_for(desc, two);
     CHECK(plan.grid == 130);
     CHECK(describes(plan, "grid: 130 persistent CTAs (132 SMs - margin 1, rounded down to whole clusters of 2)"));
+    CHECK(describes(plan, "last round: when M leaves a partial last round of tiles small enough, its tiles run as "
+                          "up to 4 pieces along N"));
     // A margin that leaves less than one cluster excludes the clustered variant.
     desc.sm_margin = 131;
     CHECK(plan_for(desc, one).grid == 1);
@@ -191,6 +193,7 @@ TEST_CASE("only the device's architecture is considered") {
     CHECK(std::string(plan.variant.name) == "sm100_128x256_c1");
     CHECK(plan.grid == 148);
     CHECK(describes(plan, "SM100"));
+    CHECK(describes(plan, "last round: tiles are never cut"));
 }
 
 TEST_CASE("no variants at all: a clear error") {
