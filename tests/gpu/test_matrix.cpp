@@ -67,25 +67,26 @@ CaseConfig with(CaseConfig config, int sampled_rows_per_expert, int64_t slack_ro
 constexpr int kAllRows = -1;  // sampled_rows_per_expert: check every row
 
 std::vector<CaseConfig> matrix_cases() {
-    constexpr int kAll = kAllRows;
     std::vector<CaseConfig> cases = {
-        with(one_expert(shape("1 tiny", 1, 8, 8, BF16, BF16, NONE, true, STATIC), 0, 500), kAll, 256),
-        with(random_rows(shape("2 small", 2, 264, 72, BF16, FP16, BF16, true, DYNAMIC), 1000), kAll, 256, true),
+        with(one_expert(shape("1 tiny", 1, 8, 8, BF16, BF16, NONE, true, STATIC), 0, 500), kAllRows, 256),
+        with(random_rows(shape("2 small", 2, 264, 72, BF16, FP16, BF16, true, DYNAMIC), 1000), kAllRows, 256, true),
         with(random_rows(shape("3 mid", 7, 4096, 2880, BF16, FP32, FP16, true, STATIC), 1500), 32, 512),
         with(random_rows(shape("4 large", 64, 5760, 7168, FP16, BF16, FP32, true, DYNAMIC), 700), 16, 0),
         with(random_rows(shape("5 many experts", 256, 264, 2880, FP16, FP16, NONE, true, STATIC), 600), 16, 256),
-        with(random_rows(shape("6 narrow", 1024, 8, 72, FP16, FP32, BF16, true, DYNAMIC), 300, 0.5), kAll, 256),
-        with(random_rows(shape("7 short K", 1024, 264, 8, FP32, BF16, FP16, true, STATIC), 300, 0.5), kAll, 0, true),
-        with(one_expert(shape("8 one expert", 7, 5760, 2880, FP32, FP16, FP32, true, DYNAMIC), 3, 3000), 64, 256),
-        with(random_rows(shape("9 wide", 64, 4096, 72, FP32, FP32, NONE, true, STATIC), 800), kAll, 256),
-        with(one_expert(shape("10 no C", 2, 5760, 72, BF16, BF16, NONE, false, DYNAMIC), 1, 2000), kAll, 256),
-        with(random_rows(shape("11 no C, deep K", 256, 8, 7168, FP32, FP16, FP16, false, STATIC), 300, 0.5), kAll, 512,
+        with(random_rows(shape("6 narrow", 1024, 8, 72, FP16, FP32, BF16, true, DYNAMIC), 300, 0.5), kAllRows, 256),
+        with(random_rows(shape("7 short K", 1024, 264, 8, FP32, BF16, FP16, true, STATIC), 300, 0.5), kAllRows, 0,
              true),
-        with(one_expert(shape("12 no C, one expert", 1, 4096, 8, FP16, FP32, BF16, false, DYNAMIC), 0, 2000), kAll, 0),
-        with(one_expert(shape("13 no C, middle expert", 64, 264, 7168, BF16, BF16, FP32, false, STATIC), 37, 4000), kAll,
-             256),
+        with(one_expert(shape("8 one expert", 7, 5760, 2880, FP32, FP16, FP32, true, DYNAMIC), 3, 3000), 64, 256),
+        with(random_rows(shape("9 wide", 64, 4096, 72, FP32, FP32, NONE, true, STATIC), 800), kAllRows, 256),
+        with(one_expert(shape("10 no C", 2, 5760, 72, BF16, BF16, NONE, false, DYNAMIC), 1, 2000), kAllRows, 256),
+        with(random_rows(shape("11 no C, deep K", 256, 8, 7168, FP32, FP16, FP16, false, STATIC), 300, 0.5),
+             kAllRows, 512, true),
+        with(one_expert(shape("12 no C, one expert", 1, 4096, 8, FP16, FP32, BF16, false, DYNAMIC), 0, 2000),
+             kAllRows, 0),
+        with(one_expert(shape("13 no C, middle expert", 64, 264, 7168, BF16, BF16, FP32, false, STATIC), 37, 4000),
+             kAllRows, 256),
         with(one_expert(shape("14 last expert of 1024", 1024, 264, 72, BF16, BF16, NONE, true, DYNAMIC), 1023, 1000),
-             kAll, 512),
+             kAllRows, 512),
     };
     cases[10].c_buffer_when_unused = false;  // generate_c off with C = NULL
     return cases;
@@ -257,7 +258,7 @@ TEST_CASE("sanitizer: small matrix, dense and discrete") {
     // Small enough to run under compute-sanitizer memcheck / racecheck in seconds.
     const CaseConfig small_cases[] = {
         random_rows(shape("san bias", 2, 264, 72, BF16, FP16, BF16, true, DYNAMIC), 600),
-        with(random_rows(shape("san no C", 7, 136, 136, BF16, FP32, NONE, false, STATIC), 300), -1, 256),
+        with(random_rows(shape("san no C", 7, 136, 136, BF16, FP32, NONE, false, STATIC), 300), kAllRows, 256),
         one_expert(shape("san fp32 bias", 3, 8, 8, FP32, FP16, FP32, true, STATIC), 1, 300),
     };
     std::size_t index = 0;
