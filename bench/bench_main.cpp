@@ -4,6 +4,7 @@
 //   epilogue/dsv3_fc1_L8/full      the same with bias, prob, fp32 C and bf16 D
 //   host/execute/<case>/...        host CPU time of one ggemm_execute call, plan made once
 //   host/grouped_gemm/<case>       the same through the one-shot call and its plan cache
+//   host/parts/*                   the runtime calls inside one call, one by one (host_parts.cu)
 //
 // Device counters come from the median event time of the iterations: TFLOP/s = 2*M*N*K over
 // padded rows (M = padded_offsets[-1]), GB/s = the fewest bytes a run must move.
@@ -25,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include "device_fill.h"
+#include "host_parts.h"
 #include "ggemm.h"
 #include "suite.h"
 #include "workload.h"
@@ -289,6 +291,7 @@ void register_benchmarks(const std::vector<MoeCase>& suite, const Options& optio
         if (c.name == kHostDynamicCase) add_host("host/execute/" + c.name + "/dynamic", c, host_dynamic, false);
         if (c.name == kEpilogueCase) add_host("host/grouped_gemm/" + c.name + "/static", c, host_static, true);
     }
+    register_host_parts();
 }
 
 }  // namespace

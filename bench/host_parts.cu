@@ -1,0 +1,159 @@
+// host/parts/*: what the runtime calls inside one ggemm_execute cost on their own, so the host
+// time of host/execute/* can be read as a sum (src/execute.cpp makes these calls):
+//
+//   host/parts/get_device                cudaGetDevice (the wrong-device check)
+//   host/parts/pointer_attributes        cudaPointerGetAttributes on device memory (residency)
+//   host/parts/driver_pointer_attributes cuPointerGetAttributes, memory type and device in one call
+//   host/parts/encode_tensor_map         cuTensorMapEncodeTiled of a 2-D bf16 map (the A map)
+//   host/parts/launch/4B                 cudaLaunchKernelEx of an empty kernel, one int parameter
+//   host/parts/launch/400B               the same with ggemm's parameters: two tensor maps and
+//                                        KernelArgs (kernels/common/params.h)
+#include "host_parts.h"
+
+#include "kernels/common/params.h"  // sizeof(KernelArgs) only
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace ggemm_bench {
+namespace {
+
+constexpr int kIterations = 4096;
+constexpr int kDrainEvery = 64;  // launches queued before the stream is drained (untimed)
+
+void check(cudaError_t error, const char* what) {
+    if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+template <class T>
+T driver_entry(const char* name, int version) {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult query{};
+    check(cudaGetDriverEntryPointByVersion(name, &function, version, cudaEnableDefault, &query), name);
+    if (query != cudaDriverEntryPointSuccess || function == nullptr) throw std::runtime_error(name);
+    return reinterpret_cast<T>(function);
+}
+
+// A device allocation the pointer questions ask about, made once.
+void* device_buffer() {
+    static void* buffer = [] {
+        void* p = nullptr;
+        check(cudaMalloc(&p, 1 << 20), "cudaMalloc");
+        return p;
+    }();
+    return buffer;
+}
+
+// The parameters of ggemm's kernels: two tensor maps and KernelArgs, by value.
+struct KernelArgsBytes {
+    alignas(8) unsigned char bytes[sizeof(ggemm::KernelArgs)];
+};
+
+__global__ void empty_small(int) {}
+__global__ void empty_large(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap,
+                            const KernelArgsBytes) {}
+
+void get_device(benchmark::State& state) {
+    int device = -1;
+    for (auto _ : state) {
+        cudaGetDevice(&device);
+        benchmark::DoNotOptimize(device);
+    }
+}
+
+void pointer_attributes(benchmark::State& state) {
+    void* p = device_buffer();
+    cudaPointerAttributes attributes{};
+    for (auto _ : state) {
+        cudaPointerGetAttributes(&attributes, p);
+        benchmark::DoNotOptimize(attributes);
+    }
+    if (attributes.type != cudaMemoryTypeDevice) state.SkipWithError("not device memory");
+}
+
+void driver_pointer_attributes(benchmark::State& state) {
+    void* p = device_buffer();
+    auto get = driver_entry<PFN_cuPointerGetAttributes_v7000>("cuPointerGetAttributes", 7000);
+    CUpointer_attribute which[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    unsigned int type = 0;
+    int ordinal = -1;
+    void* data[2] = {&type, &ordinal};
+    CUresult result = CUDA_SUCCESS;
+    for (auto _ : state) {
+        result = get(2, which, data, reinterpret_cast<CUdeviceptr>(p));
+        benchmark::DoNotOptimize(type);
+    }
+    if (result != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE) state.SkipWithError("cuPointerGetAttributes");
+}
+
+void encode_tensor_map(benchmark::State& state) {
+    auto encode = driver_entry<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
+    CUtensorMap map;
+    cuuint64_t dims[2] = {7168, 32768};
+    cuuint64_t strides[1] = {7168 * 2};
+    cuuint32_t box[2] = {64, 128};
+    cuuint32_t element_strides[2] = {1, 1};
+    CUresult result = CUDA_SUCCESS;
+    for (auto _ : state) {
+        result = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, device_buffer(), dims, strides, box,
+                        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        benchmark::DoNotOptimize(map);
+    }
+    if (result != CUDA_SUCCESS) state.SkipWithError("cuTensorMapEncodeTiled");
+}
+
+template <bool kLarge>
+void launch(benchmark::State& state) {
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(132);
+    config.blockDim = dim3(384);
+    config.stream = stream;
+    CUtensorMap map{};
+    KernelArgsBytes args{};
+    cudaError_t error = cudaSuccess;
+    int queued = 0;
+    for (auto _ : state) {
+        error = kLarge ? cudaLaunchKernelEx(&config, empty_large, map, map, args) : cudaLaunchKernelEx(&config, empty_small, 0);
+        if (++queued == kDrainEvery) {
+            state.PauseTiming();
+            cudaStreamSynchronize(stream);
+            state.ResumeTiming();
+            queued = 0;
+        }
+    }
+    if (cudaStreamSynchronize(stream) != cudaSuccess || error != cudaSuccess) state.SkipWithError("launch failed");
+    cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
+void register_host_parts() {
+    auto add = [](const char* name, void (*fn)(benchmark::State&)) {
+        benchmark::RegisterBenchmark(name,
+                                     [fn](benchmark::State& state) {
+                                         try {
+                                             fn(state);
+                                         } catch (const std::exception& error) {
+                                             state.SkipWithError(error.what());
+                                         }
+                                     })
+            ->Iterations(kIterations)
+            ->Unit(benchmark::kMicrosecond);
+    };
+    add("host/parts/get_device", get_device);
+    add("host/parts/pointer_attributes", pointer_attributes);
+    add("host/parts/driver_pointer_attributes", driver_pointer_attributes);
+    add("host/parts/encode_tensor_map", encode_tensor_map);
+    add("host/parts/launch/4B", launch<false>);
+    add("host/parts/launch/400B", launch<true>);
+}
+
+}  // namespace ggemm_bench
