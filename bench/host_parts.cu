@@ -8,6 +8,9 @@
 //   host/parts/launch/4B                 cudaLaunchKernelEx of an empty kernel, one int parameter
 //   host/parts/launch/400B               the same with ggemm's parameters: two tensor maps and
 //                                        KernelArgs (kernels/common/params.h)
+//   host/parts/launch_plain/400B         cudaLaunchKernel (no attributes) of that kernel
+//   host/parts/launch_driver/400B        cuLaunchKernelEx of that kernel, its CUfunction looked
+//                                        up once (cudaGetFuncBySymbol)
 #include "host_parts.h"
 
 #include "kernels/common/params.h"  // sizeof(KernelArgs) only
@@ -108,20 +111,16 @@ void encode_tensor_map(benchmark::State& state) {
     if (result != CUDA_SUCCESS) state.SkipWithError("cuTensorMapEncodeTiled");
 }
 
-template <bool kLarge>
-void launch(benchmark::State& state) {
+// Times `launch(stream)` (true on success) on a stream of its own; every kDrainEvery launches
+// the stream drains with the timing paused, so the launch queue never fills.
+template <class Launch>
+void time_launches(benchmark::State& state, Launch&& launch) {
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(132);
-    config.blockDim = dim3(384);
-    config.stream = stream;
-    CUtensorMap map{};
-    KernelArgsBytes args{};
-    cudaError_t error = cudaSuccess;
+    bool ok = true;
     int queued = 0;
     for (auto _ : state) {
-        error = kLarge ? cudaLaunchKernelEx(&config, empty_large, map, map, args) : cudaLaunchKernelEx(&config, empty_small, 0);
+        ok &= launch(stream);
         if (++queued == kDrainEvery) {
             state.PauseTiming();
             cudaStreamSynchronize(stream);
@@ -129,8 +128,50 @@ void launch(benchmark::State& state) {
             queued = 0;
         }
     }
-    if (cudaStreamSynchronize(stream) != cudaSuccess || error != cudaSuccess) state.SkipWithError("launch failed");
+    if (cudaStreamSynchronize(stream) != cudaSuccess || !ok) state.SkipWithError("launch failed");
     cudaStreamDestroy(stream);
+}
+
+template <bool kLarge>
+void launch(benchmark::State& state) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(132);
+    config.blockDim = dim3(384);
+    CUtensorMap map{};
+    KernelArgsBytes args{};
+    time_launches(state, [&](cudaStream_t stream) {
+        config.stream = stream;
+        return (kLarge ? cudaLaunchKernelEx(&config, empty_large, map, map, args)
+                       : cudaLaunchKernelEx(&config, empty_small, 0)) == cudaSuccess;
+    });
+}
+
+void launch_plain(benchmark::State& state) {
+    CUtensorMap map{};
+    KernelArgsBytes args{};
+    void* params[] = {&map, &map, &args};
+    time_launches(state, [&](cudaStream_t stream) {
+        return cudaLaunchKernel(reinterpret_cast<const void*>(empty_large), dim3(132), dim3(384), params, 0,
+                                stream) == cudaSuccess;
+    });
+}
+
+void launch_driver(benchmark::State& state) {
+    auto launch_ex = driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
+    cudaFunction_t function = nullptr;
+    check(cudaGetFuncBySymbol(&function, reinterpret_cast<const void*>(empty_large)), "cudaGetFuncBySymbol");
+    CUlaunchConfig config = {};
+    config.gridDimX = 132;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 384;
+    config.blockDimY = config.blockDimZ = 1;
+    CUtensorMap map{};
+    KernelArgsBytes args{};
+    void* params[] = {&map, &map, &args};
+    time_launches(state, [&](cudaStream_t stream) {
+        config.hStream = reinterpret_cast<CUstream>(stream);
+        return launch_ex(&config, reinterpret_cast<CUfunction>(function), params, nullptr) == CUDA_SUCCESS;
+    });
 }
 
 }  // namespace
@@ -154,6 +195,8 @@ void register_host_parts() {
     add("host/parts/encode_tensor_map", encode_tensor_map);
     add("host/parts/launch/4B", launch<false>);
     add("host/parts/launch/400B", launch<true>);
+    add("host/parts/launch_plain/400B", launch_plain);
+    add("host/parts/launch_driver/400B", launch_driver);
 }
 
 }  // namespace ggemm_bench

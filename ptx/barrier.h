@@ -14,13 +14,6 @@ __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// bar.arrive id, threads;                                                     PTX 2.0, sm_30
-// Counts the calling threads toward the barrier without waiting: the producer side of a
-// one-way signal whose consumers bar.sync on the same id with the same total.
-__device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads) {
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 // bar.warp.sync 0xffffffff;                                                   PTX 6.0, sm_30
 // Every lane of the warp; orders their shared-memory accesses (what __syncwarp does, as an asm
 // statement so it stays ordered with the other ptx/ wrappers, which are asm statements too).

@@ -41,10 +41,6 @@ struct Config {
     static constexpr int kRowsPerWarpgroup = kTileM / kMathWarpgroups;
     static constexpr int kTileRing = 2;         // tiles published ahead to the math warpgroups
     static constexpr int kGroupM = 16;          // row blocks per raster group (even: see scheduler.h)
-#ifndef GGEMM_SM90_SKEW
-#define GGEMM_SM90_SKEW 0
-#endif
-    static constexpr int kSkewBlocks = GGEMM_SM90_SKEW;
     static constexpr int kMaxExperts = 1024;
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
@@ -66,7 +62,6 @@ struct Config {
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
 enum class NamedBarrier : uint32_t {
     kEpilogue = 1,  // + math warpgroup index: that warpgroup's staged bias row
-    kSkew = 3,      // math warpgroup 1 starts after warpgroup 0's first kSkewBlocks batches
 };
 
 template <class Cfg>
@@ -151,8 +146,8 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
 // k-block, keeping one batch in flight and releasing each stage as soon as its batch is done.
 template <class Cfg, int kWidth>
-__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int32_t skew_signal, int warpgroup,
-                                          int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
+__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
+                                          float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
     using Mma = ptx::Wgmma<kWidth>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -170,7 +165,6 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
             Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();
-        if (kb == skew_signal) ptx::named_barrier_arrive(static_cast<uint32_t>(NamedBarrier::kSkew), 256);
 #pragma unroll
         for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
         // Keep this batch in flight; the previous one has finished reading its stage.
@@ -194,11 +188,11 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
 // accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix).
 template <class Cfg, int kWidth>
 __device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const FragmentEpilogue& epilogue, float2 bias_pair,
-                                         int32_t k_blocks, int32_t skew_signal, int warpgroup, int lane, float (&acc)[Cfg::kTileN / 2],
+                                         int32_t k_blocks, int warpgroup, int lane, float (&acc)[Cfg::kTileN / 2],
                                          uint32_t& stage, uint32_t& phase) {
     static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
-    main_loop<Cfg, kWidth>(s, k_blocks, skew_signal, warpgroup, lane, part, stage, phase);
+    main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
     begin_epilogue(epilogue, bias_pair);
     store_tile<kWidth>(epilogue, part);
 }
@@ -209,10 +203,6 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     float acc[Cfg::kTileN / 2];
     uint32_t stage = 0, phase = 0;
-    // Skew: warpgroup 1 starts its first tile kSkewBlocks k-blocks behind warpgroup 0, so that
-    // one warpgroup's epilogue runs while the other still issues wgmma.
-    int32_t skew_signal = Cfg::kSkewBlocks > 0 && warpgroup == 0 ? min(Cfg::kSkewBlocks, k_blocks) - 1 : -1;
-    bool skew_wait = Cfg::kSkewBlocks > 0 && warpgroup == 1;
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
@@ -233,23 +223,18 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         epilogue.prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
         const float2 bias_pair = load_bias_pair<Cfg::kTileN>(epilogue.t, tile.n_begin);
 
-        if (skew_wait) {
-            ptx::named_barrier_sync(static_cast<uint32_t>(NamedBarrier::kSkew), 256);
-            skew_wait = false;
-        }
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).
         if (tile.n_width == Cfg::kTileN) {
-            run_tile<Cfg, Cfg::kTileN>(s, epilogue, bias_pair, k_blocks, skew_signal, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, Cfg::kTileN>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
         } else if constexpr (Cfg::kTileN == 256) {
             if (tile.n_width == 128) {
-                run_tile<Cfg, 128>(s, epilogue, bias_pair, k_blocks, skew_signal, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, 128>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
             } else {
-                run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, skew_signal, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
             }
         } else {
-            run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, skew_signal, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
         }
-        skew_signal = -1;
     }
 }
 
