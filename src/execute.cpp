@@ -1,6 +1,7 @@
 // ggemm_execute. The success path makes no allocation, no synchronization and no host read
-// of device memory, so it can be captured in a CUDA graph; its cost is a handful of runtime
-// calls (pointer attributes, two tensor-map encodes, a memset where one is needed, the launch).
+// of device memory, so it can be captured in a CUDA graph; its cost is a handful of driver and
+// runtime calls (pointer attributes, one or two tensor-map encodes, a memset where one is
+// needed, the launch), the launch most of it (bench host/parts/*).
 #include "src/execute.h"
 
 #include "kernels/common/workspace.h"

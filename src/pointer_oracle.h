@@ -28,13 +28,19 @@ protected:
     ~PointerOracle() = default;
 };
 
-// Asks cudaPointerGetAttributes. Stateless; one instance serves every thread.
+// Asks the driver (cuPointerGetAttributes), or the runtime (cudaPointerGetAttributes) when the
+// driver has no answer. Stateless; one instance serves every thread.
 class CudaPointerOracle final : public PointerOracle {
 public:
     PointerFacts query(const void* pointer) const noexcept override;
 };
 
 const CudaPointerOracle& cuda_pointer_oracle() noexcept;
+
+// The two ways it asks, apart (a GPU test checks they agree): false when the driver call is
+// missing or fails.
+bool query_pointer_with_driver(const void* pointer, PointerFacts* facts) noexcept;
+PointerFacts query_pointer_with_runtime(const void* pointer) noexcept;
 
 // True when the memory is usable by a kernel on `device`: its device memory, or managed.
 bool is_memory_of_device(const PointerFacts& facts, int32_t device) noexcept;

@@ -1,10 +1,9 @@
 // Tensor-map shapes and encoding.
 #include "src/tensor_map.h"
 
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000 (a type, no libcuda symbol)
 #include <cuda_runtime_api.h>
-#include <mutex>
 
+#include "src/driver_api.h"
 #include "src/error.h"
 
 namespace ggemm {
@@ -12,27 +11,6 @@ namespace ggemm {
 namespace {
 
 constexpr uint64_t kBF16Bytes = 2;
-
-struct Encoder {
-    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    cudaError_t error = cudaSuccess;
-    cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSuccess;
-};
-
-const Encoder& encoder() noexcept {
-    static std::once_flag once;
-    static Encoder resolved;
-    std::call_once(once, [] {
-        void* function = nullptr;
-        // 12000: the ABI version of cuTensorMapEncodeTiled as introduced in CUDA 12.0.
-        resolved.error = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000,
-                                                          cudaEnableDefault, &resolved.query);
-        if (resolved.error != cudaSuccess) cudaGetLastError();
-        if (resolved.error == cudaSuccess && resolved.query == cudaDriverEntryPointSuccess)
-            resolved.encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
-    });
-    return resolved;
-}
 
 // A row-major rows x k bf16 matrix (K contiguous), loaded in boxes of block_k x box_rows.
 TensorMapShape k_major_shape(const void* address, int64_t rows, int64_t k, int32_t block_k,
@@ -73,23 +51,23 @@ TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t 
 }
 
 ggemm_status_t resolve_tensor_map_encoder() noexcept {
-    const Encoder& resolved = encoder();
-    if (resolved.encode != nullptr) return GGEMM_SUCCESS;
-    if (resolved.error != cudaSuccess) {
+    const DriverApi& resolved = driver_api();
+    if (resolved.encode_tiled != nullptr) return GGEMM_SUCCESS;
+    if (resolved.encode_error != cudaSuccess) {
         return fail(GGEMM_ERROR_CUDA,
                     "cannot resolve cuTensorMapEncodeTiled: cudaGetDriverEntryPointByVersion failed: %s (%s)",
-                    cudaGetErrorName(resolved.error), cudaGetErrorString(resolved.error));
+                    cudaGetErrorName(resolved.encode_error), cudaGetErrorString(resolved.encode_error));
     }
     return fail(GGEMM_ERROR_CUDA,
                 "cannot resolve cuTensorMapEncodeTiled: the driver reports query result %d "
                 "(1: symbol not found, 2: driver too old for CUDA 12.0 entry points)",
-                static_cast<int>(resolved.query));
+                static_cast<int>(resolved.encode_query));
 }
 
 ggemm_status_t encode_tensor_map(const TensorMapShape& shape, const char* what, CUtensorMap* map) noexcept {
-    const Encoder& resolved = encoder();
-    if (resolved.encode == nullptr) return resolve_tensor_map_encoder();
-    const CUresult result = resolved.encode(
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = driver_api().encode_tiled;
+    if (encode == nullptr) return resolve_tensor_map_encoder();
+    const CUresult result = encode(
         map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, shape.rank, const_cast<void*>(shape.address),
         shape.dims, shape.strides, shape.box, shape.element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -128,6 +128,21 @@ TEST_CASE("the real pointer oracle on a GPU") {
     CHECK(oracle.query(pinned).kind == ggemm::PointerFacts::kPinnedHost);
     CHECK(oracle.query(managed).kind == ggemm::PointerFacts::kManaged);
     CHECK(oracle.query(pageable.data()).kind == ggemm::PointerFacts::kPageableHost);
+    void* freed = nullptr;
+    REQUIRE(cudaMalloc(&freed, 1 << 21) == cudaSuccess);
+    REQUIRE(cudaFree(freed) == cudaSuccess);
+    CHECK_MESSAGE(oracle.query(freed).kind != ggemm::PointerFacts::kDevice, "a freed allocation is not device memory");
+
+    // The oracle asks the driver first; the runtime's answer is the reference.
+    const void* pointers[] = {on_device, static_cast<char*>(on_device) + 100, pinned, managed, pageable.data(), freed};
+    for (const void* pointer : pointers) {
+        ggemm::PointerFacts from_driver;
+        REQUIRE_MESSAGE(ggemm::query_pointer_with_driver(pointer, &from_driver), "the driver answered for " << pointer);
+        const ggemm::PointerFacts from_runtime = ggemm::query_pointer_with_runtime(pointer);
+        CHECK_MESSAGE(from_driver.kind == from_runtime.kind, pointer << ": driver kind " << from_driver.kind
+                                                                     << ", runtime kind " << from_runtime.kind);
+        if (from_runtime.kind == ggemm::PointerFacts::kDevice) CHECK(from_driver.device == from_runtime.device);
+    }
     CHECK(cudaGetLastError() == cudaSuccess);
     cudaFree(on_device);
     cudaFreeHost(pinned);

@@ -1,0 +1,29 @@
+// A kernel launch through the driver's cuLaunchKernelEx, which costs the host less than the
+// runtime's cudaLaunchKernelEx (bench host/parts/launch*). Declared here for the kernels' launch
+// code (launch.cuh), defined in src/driver_launch.cpp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+namespace ggemm {
+
+struct DriverLaunch {
+    cudaKernel_t kernel;    // cudaGetKernel's handle: not tied to a context
+    dim3 grid;
+    dim3 block;
+    unsigned smem_bytes;
+    unsigned cluster_x;     // CTAs per cluster along x (1: no cluster attribute)
+    cudaStream_t stream;
+    void** params;          // one pointer per kernel parameter, as cuLaunchKernelEx takes them
+};
+
+// True when the kernel was enqueued. False when it was not: no driver entry point, no current
+// context on this thread (the runtime makes one current on its first call), or an error; the
+// caller then launches through the runtime, which enqueues it or reports its own error.
+bool driver_launch(const DriverLaunch& launch) noexcept;
+
+// How many driver_launch calls returned false in this process (tests check the fast path is
+// the one taken).
+unsigned long long driver_launch_fallbacks() noexcept;
+
+}  // namespace ggemm

@@ -1,0 +1,53 @@
+// cuLaunchKernelEx with a context-free kernel handle (kernels/common/driver_launch.h).
+#include "kernels/common/driver_launch.h"
+
+#include <atomic>
+
+#include "src/driver_api.h"
+
+namespace ggemm {
+namespace {
+
+std::atomic<unsigned long long> g_fallbacks{0};
+
+bool try_driver_launch(const DriverLaunch& launch) noexcept {
+    const DriverApi& api = driver_api();
+    if (launch.kernel == nullptr || api.launch_kernel_ex == nullptr || api.ctx_get_current == nullptr) return false;
+    // A kernel handle launches in the current context: without one the launch would fail.
+    CUcontext context = nullptr;
+    if (api.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr) return false;
+
+    CUlaunchConfig config = {};
+    config.gridDimX = launch.grid.x;
+    config.gridDimY = launch.grid.y;
+    config.gridDimZ = launch.grid.z;
+    config.blockDimX = launch.block.x;
+    config.blockDimY = launch.block.y;
+    config.blockDimZ = launch.block.z;
+    config.sharedMemBytes = launch.smem_bytes;
+    config.hStream = launch.stream;
+    CUlaunchAttribute cluster = {};
+    if (launch.cluster_x > 1) {
+        cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        cluster.value.clusterDim.x = launch.cluster_x;
+        cluster.value.clusterDim.y = 1;
+        cluster.value.clusterDim.z = 1;
+        config.attrs = &cluster;
+        config.numAttrs = 1;
+    }
+    // A CUkernel is accepted where cuLaunchKernelEx takes a CUfunction.
+    return api.launch_kernel_ex(&config, reinterpret_cast<CUfunction>(launch.kernel), launch.params, nullptr) ==
+           CUDA_SUCCESS;
+}
+
+}  // namespace
+
+bool driver_launch(const DriverLaunch& launch) noexcept {
+    if (try_driver_launch(launch)) return true;
+    g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    return false;
+}
+
+unsigned long long driver_launch_fallbacks() noexcept { return g_fallbacks.load(std::memory_order_relaxed); }
+
+}  // namespace ggemm
