@@ -11,13 +11,16 @@
 
 namespace ggemm {
 
-// The context-free handle of `kernel`, looked up on first use (null if the runtime cannot give
-// one: the runtime launch serves then).
-template <class Kernel>
-cudaKernel_t kernel_handle(Kernel kernel) {
-    static const cudaKernel_t handle = [kernel] {
+using GemmKernel = void (*)(CUtensorMap, CUtensorMap, KernelArgs);
+
+// The context-free handle of kKernel, looked up on first use (null if the runtime cannot give
+// one: the runtime launch serves then). The kernel is a template argument, not a function
+// argument: every kernel instance needs its own static (they all share one type).
+template <GemmKernel kKernel>
+cudaKernel_t kernel_handle() {
+    static const cudaKernel_t handle = [] {
         cudaKernel_t h = nullptr;
-        if (cudaGetKernel(&h, reinterpret_cast<const void*>(kernel)) != cudaSuccess) {
+        if (cudaGetKernel(&h, reinterpret_cast<const void*>(kKernel)) != cudaSuccess) {
             cudaGetLastError();
             h = nullptr;
         }
@@ -26,9 +29,8 @@ cudaKernel_t kernel_handle(Kernel kernel) {
     return handle;
 }
 
-template <class Kernel>
-cudaError_t launch_gemm(Kernel kernel, const LaunchParams& p, int threads, int smem_bytes, int cluster_x,
-                        cudaStream_t stream) {
+template <GemmKernel kKernel>
+cudaError_t launch_gemm(const LaunchParams& p, int threads, int smem_bytes, int cluster_x, cudaStream_t stream) {
     if (p.args.weight_mode == kDiscrete) {
         const cudaError_t built = launch_build_weight_maps(p, stream);
         if (built != cudaSuccess) return built;
@@ -36,7 +38,7 @@ cudaError_t launch_gemm(Kernel kernel, const LaunchParams& p, int threads, int s
     // The driver reads the parameters during the call: pointers into p serve.
     void* params[] = {const_cast<CUtensorMap*>(&p.a_map), const_cast<CUtensorMap*>(&p.b_map),
                       const_cast<KernelArgs*>(&p.args)};
-    const DriverLaunch fast = {kernel_handle(kernel), dim3(static_cast<unsigned>(p.grid)),
+    const DriverLaunch fast = {kernel_handle<kKernel>(), dim3(static_cast<unsigned>(p.grid)),
                                dim3(static_cast<unsigned>(threads)), static_cast<unsigned>(smem_bytes),
                                static_cast<unsigned>(cluster_x), stream, params};
     if (driver_launch(fast)) return cudaSuccess;
@@ -55,7 +57,7 @@ cudaError_t launch_gemm(Kernel kernel, const LaunchParams& p, int threads, int s
         config.attrs = &cluster;
         config.numAttrs = 1;
     }
-    return cudaLaunchKernelEx(&config, kernel, p.a_map, p.b_map, p.args);
+    return cudaLaunchKernelEx(&config, kKernel, p.a_map, p.b_map, p.args);
 }
 
 }  // namespace ggemm

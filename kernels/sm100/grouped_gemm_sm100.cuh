@@ -505,7 +505,7 @@ cudaError_t prepare() {
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
     if (p.grid <= 0 || p.grid % Cfg::kCtaGroup != 0) return cudaErrorInvalidConfiguration;
-    return launch_gemm(grouped_gemm_sm100<Cfg>, p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kCtaGroup, stream);
+    return launch_gemm<grouped_gemm_sm100<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kCtaGroup, stream);
 }
 
 }  // namespace ggemm::sm100

@@ -293,7 +293,7 @@ cudaError_t prepare() {
 
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
-    return launch_gemm(grouped_gemm_sm90<Cfg>, p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+    return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
 }
 
 }  // namespace ggemm::sm90
