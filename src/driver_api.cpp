@@ -40,4 +40,13 @@ const DriverApi& driver_api() noexcept {
     return api;
 }
 
+cudaError_t ensure_current_context(int device) noexcept {
+    const PFN_cuCtxGetCurrent_v4000 get_current = driver_api().ctx_get_current;
+    CUcontext context = nullptr;
+    if (get_current != nullptr && get_current(&context) == CUDA_SUCCESS && context != nullptr) return cudaSuccess;
+    const cudaError_t error = cudaSetDevice(device);
+    if (error != cudaSuccess) cudaGetLastError();
+    return error;
+}
+
 }  // namespace ggemm

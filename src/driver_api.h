@@ -24,4 +24,11 @@ struct DriverApi {
 // Resolved on first use, thread-safe.
 const DriverApi& driver_api() noexcept;
 
+// Driver calls act on the calling thread's current context, and a thread that has not called
+// the runtime yet has none (cuTensorMapEncodeTiled then fails with CUDA_ERROR_INVALID_CONTEXT).
+// When there is none, makes `device`'s primary context current the way the runtime would on
+// its next call (cudaSetDevice; not cudaFree(0), which a global-mode stream capture on another
+// thread forbids). One driver call when a context is current already.
+cudaError_t ensure_current_context(int device) noexcept;
+
 }  // namespace ggemm

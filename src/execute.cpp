@@ -5,6 +5,7 @@
 #include "src/execute.h"
 
 #include "kernels/common/workspace.h"
+#include "src/driver_api.h"
 #include "src/error.h"
 #include "src/pointer_oracle.h"
 #include "src/structs.h"
@@ -99,6 +100,12 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     }
     status = validate_args(plan, args, m_capacity, current_device, cuda_pointer_oracle());
     if (status != GGEMM_SUCCESS) return status;
+    // The maps are encoded and the kernel launched through the driver, in the current context.
+    const cudaError_t made_current = ensure_current_context(current_device);
+    if (made_current != cudaSuccess) {
+        return fail(GGEMM_ERROR_CUDA, "making device %d's context current failed: %s (%s)", current_device,
+                    cudaGetErrorName(made_current), cudaGetErrorString(made_current));
+    }
 
     const ggemm_plan_desc& desc = plan.desc;
     const KernelVariant& variant = plan.variant;
