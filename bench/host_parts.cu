@@ -12,7 +12,11 @@
 //   host/parts/launch_plain/400B         cudaLaunchKernel (no attributes) of that kernel
 //   host/parts/launch_driver/400B        cuLaunchKernelEx of that kernel, its CUfunction looked
 //                                        up once (cudaGetFuncBySymbol)
+//   host/parts/launch_driver_busy/400B   the same into a stream the GPU is still busy with (as
+//                                        host/execute/* launches behind the GEMMs it queued)
 #include "host_parts.h"
+
+#include "device_fill.h"
 
 #include "kernels/common/params.h"  // sizeof(KernelArgs) only
 
@@ -29,6 +33,9 @@ namespace {
 
 constexpr int kIterations = 4096;
 constexpr int kDrainEvery = 64;  // launches queued before the stream is drained (untimed)
+// With a busy stream: GPU work queued (untimed) ahead of each kDrainEvery launches, longer than
+// the launches take on the host.
+constexpr uint32_t kBusyNanoseconds = 1000000;
 
 void check(cudaError_t error, const char* what) {
     if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
@@ -117,16 +124,18 @@ void encode_tensor_map(benchmark::State& state) {
 // Times `launch(stream)` (true on success) on a stream of its own; every kDrainEvery launches
 // the stream drains with the timing paused, so the launch queue never fills.
 template <class Launch>
-void time_launches(benchmark::State& state, Launch&& launch) {
+void time_launches(benchmark::State& state, Launch&& launch, bool busy = false) {
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     bool ok = true;
     int queued = 0;
+    if (busy) ok &= gpu_busy_wait(kBusyNanoseconds, stream) == cudaSuccess;
     for (auto _ : state) {
         ok &= launch(stream);
         if (++queued == kDrainEvery) {
             state.PauseTiming();
             cudaStreamSynchronize(stream);
+            if (busy) ok &= gpu_busy_wait(kBusyNanoseconds, stream) == cudaSuccess;
             state.ResumeTiming();
             queued = 0;
         }
@@ -159,6 +168,7 @@ void launch_plain(benchmark::State& state) {
     });
 }
 
+template <bool kBusy>
 void launch_driver(benchmark::State& state) {
     auto launch_ex = driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
     cudaFunction_t function = nullptr;
@@ -174,7 +184,7 @@ void launch_driver(benchmark::State& state) {
     time_launches(state, [&](cudaStream_t stream) {
         config.hStream = reinterpret_cast<CUstream>(stream);
         return launch_ex(&config, reinterpret_cast<CUfunction>(function), params, nullptr) == CUDA_SUCCESS;
-    });
+    }, kBusy);
 }
 
 }  // namespace
@@ -199,7 +209,8 @@ void register_host_parts() {
     add("host/parts/launch/4B", launch<false>);
     add("host/parts/launch/400B", launch<true>);
     add("host/parts/launch_plain/400B", launch_plain);
-    add("host/parts/launch_driver/400B", launch_driver);
+    add("host/parts/launch_driver/400B", launch_driver<false>);
+    add("host/parts/launch_driver_busy/400B", launch_driver<true>);
 }
 
 }  // namespace ggemm_bench
