@@ -9,8 +9,10 @@ namespace ggemm {
 namespace {
 
 std::atomic<unsigned long long> g_fallbacks{0};
+std::atomic<bool> g_force_runtime{false};
 
 bool try_driver_launch(const DriverLaunch& launch) noexcept {
+    if (g_force_runtime.load(std::memory_order_relaxed)) return false;
     const DriverApi& api = driver_api();
     if (launch.kernel == nullptr || api.launch_kernel_ex == nullptr || api.ctx_get_current == nullptr) return false;
     // A kernel handle launches in the current context: without one the launch would fail.
@@ -49,5 +51,7 @@ bool driver_launch(const DriverLaunch& launch) noexcept {
 }
 
 unsigned long long driver_launch_fallbacks() noexcept { return g_fallbacks.load(std::memory_order_relaxed); }
+
+void force_runtime_launch(bool force) noexcept { g_force_runtime.store(force, std::memory_order_relaxed); }
 
 }  // namespace ggemm

@@ -26,4 +26,8 @@ bool driver_launch(const DriverLaunch& launch) noexcept;
 // the one taken).
 unsigned long long driver_launch_fallbacks() noexcept;
 
+// Tests only: while set, driver_launch declines every launch, so the runtime path runs (the one
+// a driver without the entry points would take).
+void force_runtime_launch(bool force) noexcept;
+
 }  // namespace ggemm

@@ -1,7 +1,7 @@
 // The GEMM's launch (kernels/common/launch.cuh) goes through the driver's cuLaunchKernelEx,
 // also on a thread that has made no runtime call yet (no current context until execute makes
 // one). The runtime's cudaLaunchKernelEx remains the path when the driver lacks the entry
-// points, which no test here can arrange.
+// points; a test switch (force_runtime_launch) sends one call down it.
 #include <doctest/doctest.h>
 
 #include <thread>
@@ -11,7 +11,7 @@
 
 using namespace ggemm_test;
 
-TEST_CASE("launch: the driver's launch, on this thread and on a fresh one, both right") {
+TEST_CASE("launch: the driver's launch on this thread and on a fresh one, the runtime's fallback, all right") {
     CaseConfig config;
     config.label = "launch";
     config.num_experts = 4;
@@ -54,5 +54,16 @@ TEST_CASE("launch: the driver's launch, on this thread and on a fresh one, both 
     CHECK_MESSAGE(ggemm::driver_launch_fallbacks() == before, "a GEMM fell back to the runtime launch");
     stream.synchronize();
     verify_run(what + ", fresh thread", host_case, problem, reference, buffers.download(), 0, 0, &summary);
+
+    // The runtime's launch, as on a driver without cuLaunchKernelEx.
+    buffers.poison(stream.get());
+    ggemm::force_runtime_launch(true);
+    const ggemm_status_t forced = ggemm_execute(plan.get(), &args, stream.get());
+    ggemm::force_runtime_launch(false);
+    CHECK_MESSAGE(forced == GGEMM_SUCCESS, "through the runtime: " << last_error_message());
+    CHECK_LAUNCH();
+    CHECK_MESSAGE(ggemm::driver_launch_fallbacks() == before + 1, "the forced call did not take the runtime path");
+    stream.synchronize();
+    verify_run(what + ", runtime launch", host_case, problem, reference, buffers.download(), 0, 0, &summary);
     MESSAGE(what << ": " << summary);
 }

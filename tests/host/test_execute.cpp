@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <vector>
 
+#include "kernels/common/driver_launch.h"
 #include "kernels/common/workspace.h"
 #include "src/execute.h"
 #include "src/pointer_oracle.h"
@@ -99,6 +100,20 @@ TEST_CASE("kernel arguments: the last partial round of tiles is split along N on
     REQUIRE(plan.variant.arch == 100);
     kernel = ggemm::make_kernel_args(plan, valid_args(8704));
     CHECK(kernel.tail.pieces == 1);
+}
+
+TEST_CASE("the driver launch declines what it cannot launch, and counts it") {
+    // No kernel handle: declined whatever the driver, so the caller's runtime launch runs.
+    void* params[1] = {nullptr};
+    const ggemm::DriverLaunch no_kernel = {nullptr, dim3(1), dim3(32), 0, 1, nullptr, params};
+    const unsigned long long before = ggemm::driver_launch_fallbacks();
+    CHECK_FALSE(ggemm::driver_launch(no_kernel));
+    CHECK(ggemm::driver_launch_fallbacks() == before + 1);
+    // The test switch declines before anything reaches the driver.
+    ggemm::force_runtime_launch(true);
+    CHECK_FALSE(ggemm::driver_launch(no_kernel));
+    ggemm::force_runtime_launch(false);
+    CHECK(ggemm::driver_launch_fallbacks() == before + 2);
 }
 
 TEST_CASE("the real pointer oracle leaves no runtime error behind") {
