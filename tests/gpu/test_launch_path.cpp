@@ -17,8 +17,7 @@ TEST_CASE("launch: the driver's launch on this thread and on a fresh one, the ru
     config.num_experts = 4;
     config.max_tokens = 700;
     config.n = 520;  // a column tail on every tile width
-    config.k = 264;
-    config.sampled_rows_per_expert = 0;  // every row
+    config.k = 264;  // every row is checked (sampled_rows_per_expert -1, the default)
     config.seed = 7001;
     const HostCase host_case = make_case(config);
     const std::string what = describe(config) + " M=" + std::to_string(host_case.m);
