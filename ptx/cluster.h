@@ -1,5 +1,6 @@
-// Thread-block clusters: rank, size and the cluster-wide barrier. PTX ISA 9.7.13.2 (barrier.cluster)
-// and 10 (special registers %cluster_ctarank, %cluster_nctarank).
+// Thread-block clusters: rank, size, the cluster's index and the cluster-wide barrier. PTX ISA
+// 9.7.13.2 (barrier.cluster) and 10 (special registers %cluster_ctarank, %cluster_nctarank,
+// %clusterid, %nclusterid).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,30 @@ __device__ __forceinline__ uint32_t cluster_num_ctas() {
 #if defined(GGEMM_PTX_TMA)
     uint32_t n;
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return 1;
+#endif
+}
+
+// mov.u32 %0, %clusterid.x;  mov.u32 %0, %nclusterid.x;                      PTX 7.8, sm_90
+// The cluster's index in the grid and the number of clusters (1-D grids: x only).
+__device__ __forceinline__ uint32_t cluster_id_x() {
+#if defined(GGEMM_PTX_TMA)
+    uint32_t id;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(id));
+    return id;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return 0;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cluster_count_x() {
+#if defined(GGEMM_PTX_TMA)
+    uint32_t n;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(n));
     return n;
 #else
     ggemm_ptx_instruction_not_supported_on_this_target();

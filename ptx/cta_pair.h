@@ -1,9 +1,9 @@
 // CTA pairs (cta_group::2 on SM100): the cluster-side PTX a pair kernel needs besides tcgen05.h,
-// tmem.h and the cluster-scope waits of mbarrier.h: the cluster's index, addressing the peer
-// CTA's shared memory, and TMA loads that complete their bytes on the pair leader's barrier.
-// PTX ISA 9.7.9.25 (cp.async.bulk.tensor, .cta_group), 9.7.9.21 (mapa), 10 (%clusterid,
-// %nclusterid). sm_100a only (the .cta_group TMA form needs it;
-// the rest would also assemble for sm_90a, but only the pair kernel uses them).
+// tmem.h, cluster.h and the cluster-scope waits of mbarrier.h: addressing the peer CTA's shared
+// memory, and TMA loads that complete their bytes on the pair leader's barrier.
+// PTX ISA 9.7.9.25 (cp.async.bulk.tensor, .cta_group), 9.7.9.21 (mapa). sm_100a only (the
+// .cta_group TMA form needs it; the rest would also assemble for sm_90a, but only the pair
+// kernel uses them).
 #pragma once
 
 #include <cstdint>
@@ -11,30 +11,6 @@
 #include "common.h"
 
 namespace ggemm::ptx {
-
-// mov.u32 %0, %clusterid.x;  mov.u32 %0, %nclusterid.x;                      PTX 7.8, sm_90
-// The cluster's index in the grid and the number of clusters (1-D grids: x only).
-__device__ __forceinline__ uint32_t cluster_id_x() {
-#if defined(GGEMM_PTX_SM100A)
-    uint32_t id;
-    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(id));
-    return id;
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-    return 0;
-#endif
-}
-
-__device__ __forceinline__ uint32_t cluster_count_x() {
-#if defined(GGEMM_PTX_SM100A)
-    uint32_t n;
-    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(n));
-    return n;
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-    return 1;
-#endif
-}
 
 // mapa.shared::cluster.u32 dst, addr, rank;                                   PTX 7.8, sm_90
 // The shared::cluster address of the variable at the same offset as `ptr` in CTA `cta_rank`.

@@ -14,10 +14,9 @@ std::atomic<bool> g_force_runtime{false};
 bool try_driver_launch(const DriverLaunch& launch) noexcept {
     if (g_force_runtime.load(std::memory_order_relaxed)) return false;
     const DriverApi& api = driver_api();
-    if (launch.kernel == nullptr || api.launch_kernel_ex == nullptr || api.ctx_get_current == nullptr) return false;
-    // A kernel handle launches in the current context: without one the launch would fail.
-    CUcontext context = nullptr;
-    if (api.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr) return false;
+    // A kernel handle launches in the current context, which execute has made sure of
+    // (ensure_current_context); without one the launch fails and the caller falls back.
+    if (launch.kernel == nullptr || api.launch_kernel_ex == nullptr) return false;
 
     CUlaunchConfig config = {};
     config.gridDimX = launch.grid.x;

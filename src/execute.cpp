@@ -145,7 +145,7 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     }
     params.args = make_kernel_args(plan, args);
     params.grid = plan.grid;
-    // Every variant launches with cudaLaunchKernelEx, which returns its own launch's error: asking
+    // Every variant's launch (kernels/common/launch.cuh) returns its own launch's error: asking
     // cudaGetLastError after a success could report an older error for work that was enqueued.
     const cudaError_t error = variant.launch(params, stream);
     if (error != cudaSuccess) {

@@ -17,9 +17,9 @@ struct DriverLaunch {
     void** params;          // one pointer per kernel parameter, as cuLaunchKernelEx takes them
 };
 
-// True when the kernel was enqueued. False when it was not: no driver entry point, no current
-// context on this thread (the runtime makes one current on its first call), or an error; the
-// caller then launches through the runtime, which enqueues it or reports its own error.
+// True when the kernel was enqueued. False when it was not: no kernel handle or driver entry
+// point, or an error (no current context on this thread, say); the caller then launches through
+// the runtime, which enqueues it or reports its own error.
 bool driver_launch(const DriverLaunch& launch) noexcept;
 
 // How many driver_launch calls returned false in this process (tests check the fast path is

@@ -335,10 +335,11 @@ __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArg
 // ---- epilogue: warps 0-3 -------------------------------------------------------------------------
 // Layout D (M = 128, cta_group::1): tile row r is TMEM lane r, tile column c is column
 // (buffer base + c). A pair (M = 256, cta_group::2) keeps the same per-CTA picture: the CTA's 128
-// rows of the 256 are lanes 0-127 of its own TMEM, tile_n columns. Warp w reads lanes [32 w, 32 w + 32) with tcgen05.ld.32x32b.x32: thread t of
-// the warp gets row 32 w + t, columns [32 chunk, +32), one register per column. The warp stages the
-// 32 x 32 slice in its own shared buffer and hands it to store_chunk (epilogue.h), which
-// stores whole row segments with vector stores. Warps never wait for each other.
+// rows of the 256 are lanes 0-127 of its own TMEM, tile_n columns. Warp w reads lanes
+// [32 w, 32 w + 32) with tcgen05.ld.32x32b.x32: thread t of the warp gets row 32 w + t, columns
+// [32 chunk, +32), one register per column. The warp stages the 32 x 32 slice in its own shared
+// buffer and hands it to store_chunk (epilogue.h), which stores whole row segments with vector
+// stores. Warps never wait for each other.
 template <class Cfg>
 __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& args, uint32_t tmem_base) {
     const int warp = threadIdx.x / 32;

@@ -37,6 +37,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         mbarrier_arrive(&bar);
         mbarrier_arrive_cluster(&bar, cluster_cta_rank() ^ 1u);
         out[0] = mbarrier_try_wait_parity(&bar, 1) ? cluster_num_ctas() : 0u;
+        out[1] = cluster_id_x() + cluster_count_x();
         fence_proxy_async_shared();
         tma_store_2d(&map, tile, 0, 0);
         tma_store_commit();
