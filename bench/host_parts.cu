@@ -14,6 +14,10 @@
 //                                        up once (cudaGetFuncBySymbol)
 //   host/parts/launch_driver_busy/400B   the same into a stream the GPU is still busy with (as
 //                                        host/execute/* launches behind the GEMMs it queued)
+//   host/parts/launch_driver_smem/400B   cuLaunchKernelEx of an empty kernel shaped like the
+//                                        128 x 256 GEMM: 384 threads capped at 168 registers,
+//                                        222208 B of dynamic shared memory (its opt-in raised once)
+//   host/parts/launch_driver_smem_busy/400B  the same into a busy stream
 #include "host_parts.h"
 
 #include "device_fill.h"
@@ -65,7 +69,13 @@ struct KernelArgsBytes {
     alignas(8) unsigned char bytes[sizeof(ggemm::KernelArgs)];
 };
 
+// The dynamic shared memory of the 128 x 256 SM90 kernel (kernels/sm90/variants.cu, its plan's
+// description), above the 48 KB default: the launch carries an opt-in size.
+constexpr int kGemmSmemBytes = 222208;
+
 __global__ void empty_small(int) {}
+__global__ void __launch_bounds__(384, 1)
+    empty_gemm_shaped(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, const KernelArgsBytes) {}
 __global__ void empty_large(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap,
                             const KernelArgsBytes) {}
 
@@ -168,16 +178,23 @@ void launch_plain(benchmark::State& state) {
     });
 }
 
-template <bool kBusy>
+template <bool kBusy, bool kGemmShaped = false>
 void launch_driver(benchmark::State& state) {
     auto launch_ex = driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
+    const void* kernel = kGemmShaped ? reinterpret_cast<const void*>(empty_gemm_shaped)
+                                     : reinterpret_cast<const void*>(empty_large);
+    if (kGemmShaped) {
+        check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kGemmSmemBytes),
+              "cudaFuncSetAttribute");
+    }
     cudaFunction_t function = nullptr;
-    check(cudaGetFuncBySymbol(&function, reinterpret_cast<const void*>(empty_large)), "cudaGetFuncBySymbol");
+    check(cudaGetFuncBySymbol(&function, kernel), "cudaGetFuncBySymbol");
     CUlaunchConfig config = {};
     config.gridDimX = 132;
     config.gridDimY = config.gridDimZ = 1;
     config.blockDimX = 384;
     config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = kGemmShaped ? kGemmSmemBytes : 0;
     CUtensorMap map{};
     KernelArgsBytes args{};
     void* params[] = {&map, &map, &args};
@@ -210,6 +227,8 @@ void register_host_parts() {
     add("host/parts/launch/400B", launch<true>);
     add("host/parts/launch_plain/400B", launch_plain);
     add("host/parts/launch_driver/400B", launch_driver<false>);
+    add("host/parts/launch_driver_smem/400B", launch_driver<false, true>);
+    add("host/parts/launch_driver_smem_busy/400B", launch_driver<true, true>);
     add("host/parts/launch_driver_busy/400B", launch_driver<true>);
 }
 
