@@ -4,6 +4,8 @@
 //   epilogue/dsv3_fc1_L8/full      the same with bias, prob, fp32 C and bf16 D
 //   host/execute/<case>/...        host CPU time of one ggemm_execute call, plan made once
 //   host/grouped_gemm/<case>       the same through the one-shot call and its plan cache
+//   host/execute_no_launch/<case>  ggemm_execute with M = 0 and no status word: every check and
+//                                  pointer query of a call, without the launch
 //   host/parts/*                   the runtime calls inside one call, one by one (host_parts.cu)
 //
 // Device counters come from the median event time of the iterations: TFLOP/s = 2*M*N*K over
@@ -155,7 +157,14 @@ void run_device(benchmark::State& state, const MoeCase& moe_case, const Variant&
 // (K = 7168), far more than the host's few us, so the timing pauses while the stream drains and
 // the iteration count is fixed (kHostIterations): left to Google Benchmark, the count that fills
 // the minimum CPU time made one repetition take seconds of wall time.
-void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& variant, bool one_shot) {
+enum class HostCall {
+    kExecute,   // ggemm_execute
+    kOneShot,   // ggemm_grouped_gemm (plan cache)
+    kNoLaunch,  // ggemm_execute with M = 0 and no status word: every check, no launch, no memset
+};
+
+void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& variant, HostCall call_kind) {
+    const bool one_shot = call_kind == HostCall::kOneShot;
     MoeCase probe = moe_case;
     std::fill(probe.padded_offsets.begin(), probe.padded_offsets.end(), 256);
     Variant single = variant;
@@ -183,7 +192,9 @@ void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& v
     cudaStreamSynchronize(stream);
     int queued = 0;
     for (auto _ : state) {
-        ggemm_status_t status = one_shot ? workload->execute_one_shot(0, stream) : workload->execute(0, stream);
+        ggemm_status_t status = one_shot                             ? workload->execute_one_shot(0, stream)
+                                : call_kind == HostCall::kNoLaunch ? workload->execute_no_launch(0, stream)
+                                                                   : workload->execute(0, stream);
         if (status != GGEMM_SUCCESS) {
             state.SkipWithError(ggemm_error_text(status).c_str());
             break;
@@ -252,9 +263,9 @@ void register_benchmarks(const std::vector<MoeCase>& suite, const Options& optio
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
     };
-    auto add_host = [](const std::string& name, const MoeCase& c, const Variant& v, bool one_shot) {
+    auto add_host = [](const std::string& name, const MoeCase& c, const Variant& v, HostCall call) {
         benchmark::RegisterBenchmark(name.c_str(),
-                                     [c, v, one_shot](benchmark::State& state) { run_host(state, c, v, one_shot); })
+                                     [c, v, call](benchmark::State& state) { run_host(state, c, v, call); })
             ->Iterations(kHostIterations)
             ->Unit(benchmark::kMicrosecond);
     };
@@ -286,10 +297,15 @@ void register_benchmarks(const std::vector<MoeCase>& suite, const Options& optio
     Variant host_static;
     Variant host_dynamic;
     host_dynamic.scheduler = GGEMM_SCHEDULER_DYNAMIC;
-    for (const MoeCase& c : suite) add_host("host/execute/" + c.name + "/static", c, host_static, false);
+    for (const MoeCase& c : suite) add_host("host/execute/" + c.name + "/static", c, host_static, HostCall::kExecute);
     for (const MoeCase& c : suite) {
-        if (c.name == kHostDynamicCase) add_host("host/execute/" + c.name + "/dynamic", c, host_dynamic, false);
-        if (c.name == kEpilogueCase) add_host("host/grouped_gemm/" + c.name + "/static", c, host_static, true);
+        if (c.name == kHostDynamicCase) {
+            add_host("host/execute/" + c.name + "/dynamic", c, host_dynamic, HostCall::kExecute);
+        }
+        if (c.name == kEpilogueCase) {
+            add_host("host/grouped_gemm/" + c.name + "/static", c, host_static, HostCall::kOneShot);
+            add_host("host/execute_no_launch/" + c.name + "/static", c, host_static, HostCall::kNoLaunch);
+        }
     }
     register_host_parts();
 }

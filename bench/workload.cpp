@@ -225,6 +225,13 @@ ggemm_status_t Workload::execute_one_shot(int set, cudaStream_t stream) const {
     return ggemm_grouped_gemm(&desc_, &args_[std::size_t(set)], stream);
 }
 
+ggemm_status_t Workload::execute_no_launch(int set, cudaStream_t stream) const {
+    ggemm_args args = args_[std::size_t(set)];
+    args.m = 0;
+    args.device_status = nullptr;
+    return ggemm_execute(plan_.get(), &args, stream);
+}
+
 void Workload::warm_up(cudaStream_t stream) const {
     for (int set = 0; set < sets(); ++set) check_ggemm(execute(set, stream), "ggemm_execute (warm-up)");
     check_cuda(cudaStreamSynchronize(stream), "warm-up run");

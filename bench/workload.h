@@ -74,6 +74,8 @@ public:
     ggemm_status_t execute(int set, cudaStream_t stream) const;
     // The same through the one-shot ggemm_grouped_gemm (process-wide plan cache).
     ggemm_status_t execute_one_shot(int set, cudaStream_t stream) const;
+    // ggemm_execute over set `set` with M = 0 and no status word: the checks alone (host time).
+    ggemm_status_t execute_no_launch(int set, cudaStream_t stream) const;
     // Runs every set once, waits, and throws if a launch failed or the kernel reported
     // anything in its device status word.
     void warm_up(cudaStream_t stream) const;
