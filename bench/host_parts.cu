@@ -18,6 +18,9 @@
 //                                        128 x 256 GEMM: 384 threads capped at 168 registers,
 //                                        222208 B of dynamic shared memory (its opt-in raised once)
 //   host/parts/launch_driver_smem_busy/400B  the same into a busy stream
+//   host/parts/launch_driver_80us/400B   the same kernel made to run 80 us (one thread waits on
+//                                        the global timer), so that launches queue behind pending
+//                                        work of their own kind, as host/execute/*'s GEMMs do
 #include "host_parts.h"
 
 #include "device_fill.h"
@@ -76,6 +79,23 @@ constexpr int kGemmSmemBytes = 222208;
 __global__ void empty_small(int) {}
 __global__ void __launch_bounds__(384, 1)
     empty_gemm_shaped(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, const KernelArgsBytes) {}
+
+// About as long as host/execute/*'s GEMM on its 256 rows.
+constexpr uint64_t kGemmShapedNanoseconds = 80000;
+
+__device__ __forceinline__ uint64_t global_nanoseconds() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void __launch_bounds__(384, 1)
+    busy_gemm_shaped(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, const KernelArgsBytes) {
+    if (threadIdx.x != 0) return;
+    const uint64_t start = global_nanoseconds();
+    while (global_nanoseconds() - start < kGemmShapedNanoseconds) {
+    }
+}
 __global__ void empty_large(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap,
                             const KernelArgsBytes) {}
 
@@ -178,11 +198,12 @@ void launch_plain(benchmark::State& state) {
     });
 }
 
-template <bool kBusy, bool kGemmShaped = false>
+template <bool kBusy, bool kGemmShaped = false, bool kRunsLong = false>
 void launch_driver(benchmark::State& state) {
     auto launch_ex = driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
-    const void* kernel = kGemmShaped ? reinterpret_cast<const void*>(empty_gemm_shaped)
-                                     : reinterpret_cast<const void*>(empty_large);
+    const void* kernel = kRunsLong     ? reinterpret_cast<const void*>(busy_gemm_shaped)
+                         : kGemmShaped ? reinterpret_cast<const void*>(empty_gemm_shaped)
+                                       : reinterpret_cast<const void*>(empty_large);
     if (kGemmShaped) {
         check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kGemmSmemBytes),
               "cudaFuncSetAttribute");
@@ -229,6 +250,7 @@ void register_host_parts() {
     add("host/parts/launch_driver/400B", launch_driver<false>);
     add("host/parts/launch_driver_smem/400B", launch_driver<false, true>);
     add("host/parts/launch_driver_smem_busy/400B", launch_driver<true, true>);
+    add("host/parts/launch_driver_80us/400B", launch_driver<false, true, true>);
     add("host/parts/launch_driver_busy/400B", launch_driver<true>);
 }
 
