@@ -21,6 +21,8 @@
 //   host/parts/launch_driver_80us/400B   the same kernel made to run 80 us (one thread waits on
 //                                        the global timer), so that launches queue behind pending
 //                                        work of their own kind, as host/execute/*'s GEMMs do
+//   host/parts/launch_kernel_handle_80us/400B  the same launched by its context-free CUkernel
+//                                        (cudaGetKernel), the handle ggemm launches with
 #include "host_parts.h"
 
 #include "device_fill.h"
@@ -198,7 +200,7 @@ void launch_plain(benchmark::State& state) {
     });
 }
 
-template <bool kBusy, bool kGemmShaped = false, bool kRunsLong = false>
+template <bool kBusy, bool kGemmShaped = false, bool kRunsLong = false, bool kKernelHandle = false>
 void launch_driver(benchmark::State& state) {
     auto launch_ex = driver_entry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
     const void* kernel = kRunsLong     ? reinterpret_cast<const void*>(busy_gemm_shaped)
@@ -209,7 +211,13 @@ void launch_driver(benchmark::State& state) {
               "cudaFuncSetAttribute");
     }
     cudaFunction_t function = nullptr;
-    check(cudaGetFuncBySymbol(&function, kernel), "cudaGetFuncBySymbol");
+    if (kKernelHandle) {
+        cudaKernel_t handle = nullptr;
+        check(cudaGetKernel(&handle, kernel), "cudaGetKernel");
+        function = reinterpret_cast<cudaFunction_t>(handle);  // cuLaunchKernelEx takes either
+    } else {
+        check(cudaGetFuncBySymbol(&function, kernel), "cudaGetFuncBySymbol");
+    }
     CUlaunchConfig config = {};
     config.gridDimX = 132;
     config.gridDimY = config.gridDimZ = 1;
@@ -251,6 +259,7 @@ void register_host_parts() {
     add("host/parts/launch_driver_smem/400B", launch_driver<false, true>);
     add("host/parts/launch_driver_smem_busy/400B", launch_driver<true, true>);
     add("host/parts/launch_driver_80us/400B", launch_driver<false, true, true>);
+    add("host/parts/launch_kernel_handle_80us/400B", launch_driver<false, true, true, true>);
     add("host/parts/launch_driver_busy/400B", launch_driver<true>);
 }
 
