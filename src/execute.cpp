@@ -62,7 +62,7 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     kernel.b_maps = discrete && workspace != nullptr
                         ? reinterpret_cast<CUtensorMap*>(workspace + workspace_maps_offset())
                         : nullptr;
-    kernel.tile_counter = plan.workspace_bytes > 0 ? reinterpret_cast<uint32_t*>(workspace) : nullptr;
+    kernel.tile_counter = desc.scheduler == GGEMM_SCHEDULER_DYNAMIC ? reinterpret_cast<uint32_t*>(workspace) : nullptr;
     kernel.device_status = args.device_status;
     kernel.m = args.m;
     kernel.n = static_cast<int32_t>(desc.n);
