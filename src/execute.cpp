@@ -58,11 +58,16 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     kernel.bias = args.bias;
     kernel.c = desc.generate_c ? args.c : nullptr;
     kernel.d = args.d;
-    kernel.b_ptrs = discrete ? args.b_ptrs : nullptr;
     kernel.b_maps = discrete && workspace != nullptr
                         ? reinterpret_cast<CUtensorMap*>(workspace + workspace_maps_offset())
                         : nullptr;
-    kernel.tile_counter = desc.scheduler == GGEMM_SCHEDULER_DYNAMIC ? reinterpret_cast<uint32_t*>(workspace) : nullptr;
+    kernel.weight_status = discrete && workspace != nullptr
+                               ? reinterpret_cast<const uint32_t*>(
+                                     workspace + workspace_weight_status_offset(desc.num_experts))
+                               : nullptr;
+    kernel.tile_counter = desc.scheduler == GGEMM_SCHEDULER_DYNAMIC
+                              ? reinterpret_cast<unsigned long long*>(workspace)
+                              : nullptr;
     kernel.device_status = args.device_status;
     kernel.m = args.m;
     kernel.n = static_cast<int32_t>(desc.n);
@@ -144,6 +149,7 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
         }
     }
     params.args = make_kernel_args(plan, args);
+    params.b_ptrs = desc.weight_mode == GGEMM_WEIGHTS_DISCRETE ? args.b_ptrs : nullptr;
     params.grid = plan.grid;
     // Every variant's launch (kernels/common/launch.cuh) returns its own launch's error: asking
     // cudaGetLastError after a success could report an older error for work that was enqueued.

@@ -25,9 +25,15 @@ struct KernelArgs {
     const void* bias;               // L x N of bias_dtype, or nullptr
     void* c;                        // M x N of c_dtype, or nullptr when !generate_c
     void* d;                        // M x N of d_dtype
-    const uint64_t* b_ptrs;         // discrete mode: L pointers to N x K bf16
     CUtensorMap* b_maps;            // discrete mode: L per-expert maps in the workspace
-    uint32_t* tile_counter;         // dynamic scheduler: in the workspace, zeroed in-stream
+    // Discrete mode: L status words in the workspace, written by the map builder from its one
+    // read of b_ptrs (non-zero: the expert's pointer is unusable and the expert is skipped).
+    // The GEMM never reads b_ptrs itself, so an entry changed between the two kernels cannot
+    // make it load through a map that was never patched.
+    const uint32_t* weight_status;
+    // Dynamic scheduler: in the workspace, zeroed in-stream. 64-bit: work items plus grid can
+    // pass 2^32 for large M x N, and a wrapped claim would map to an earlier tile.
+    unsigned long long* tile_counter;
     uint32_t* device_status;        // optional GGEMM_DEVICE_STATUS_* word
     int64_t m;                      // rows of A / prob / C / D this call
     int32_t n;
@@ -48,6 +54,7 @@ struct LaunchParams {
     CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
     CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N}
     KernelArgs args;
+    const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
     int32_t grid;       // persistent CTAs (a multiple of cluster_m)
 };
 

@@ -93,7 +93,7 @@ GGEMM_HD TilePosition raster_tile(int64_t local, int32_t m_blocks, int32_t n_blo
 template <int kTileM, int kTileN>
 struct GroupedTileScheduler {
     const int32_t* offsets;  // L cumulative row ends (a shared-memory copy in the kernels)
-    const uint64_t* b_ptrs;  // discrete mode: experts with an unusable pointer are skipped; else null
+    const uint32_t* weight_status;  // discrete mode: experts with a non-zero word are skipped; else null
     int64_t m;
     int32_t num_experts;
     int32_t n_blocks;
@@ -107,15 +107,15 @@ struct GroupedTileScheduler {
     int64_t expert_row_begin = 0;
     int32_t expert_m_blocks = 0;
 
-    GGEMM_HD GroupedTileScheduler(const int32_t* offsets_, const uint64_t* b_ptrs_, int64_t m_,
+    GGEMM_HD GroupedTileScheduler(const int32_t* offsets_, const uint32_t* weight_status_, int64_t m_,
                                   int32_t num_experts_, int32_t n, int32_t group_m_)
-        : offsets(offsets_), b_ptrs(b_ptrs_), m(m_), num_experts(num_experts_),
+        : offsets(offsets_), weight_status(weight_status_), m(m_), num_experts(num_experts_),
           n_blocks((n + kTileN - 1) / kTileN), group_m(group_m_) {}
 
     // Tiles expert g contributes: zero when it is empty or skipped.
     GGEMM_HD int64_t tiles_of(int32_t g, ExpertRows& rows) const {
         rows = expert_rows(offsets, g, m, high_water);
-        if (b_ptrs != nullptr && weight_pointer_status(b_ptrs[g]) != 0) rows = {0, 0};
+        if (weight_status != nullptr && weight_status[g] != 0) rows = {0, 0};
         return (rows.row_end - rows.row_begin) / kTileM * n_blocks;
     }
 

@@ -42,6 +42,7 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
+#include "kernels/common/tile_ring.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/sm100/encodings.h"
 #include "ptx/cluster.h"
@@ -193,7 +194,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     const bool discrete = args.weight_mode == kDiscrete;
     const bool walker = rank == 0;
     GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(
-        s.offsets, discrete ? args.b_ptrs : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
+        s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     const bool dynamic = args.scheduler == kDynamic;
     // Static rule: unit u goes to CTA (cluster) u % count. The grid is a multiple of the cluster.
@@ -202,7 +203,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     // Column offset of this CTA's part of B: a pair's peer loads the second half.
     const int32_t b_offset = static_cast<int32_t>(b_row_offset(rank, Cfg::kTileN, Cfg::kCtaGroup));
 
-    int64_t unit = !walker ? 0 : dynamic ? atomicAdd(args.tile_counter, 1u) : first_unit;
+    int64_t unit = !walker ? 0 : dynamic ? atomicAdd(args.tile_counter, 1ull) : first_unit;
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
@@ -235,7 +236,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             return;
         }
         // Claim the next unit now so the atomic's latency hides behind this tile's loads.
-        if (walker) unit = dynamic ? atomicAdd(args.tile_counter, 1u) : unit + unit_stride;
+        if (walker) unit = dynamic ? atomicAdd(args.tile_counter, 1ull) : unit + unit_stride;
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
         if (discrete && tile.expert != mapped_expert) {
@@ -349,8 +350,7 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         wait_released<Cfg>(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);  // a pair's peer: leader-written
-        const TileCoord tile = s.tiles[slot];
-        __syncwarp();
+        const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
         if (lane == 0) release_to_leader<Cfg>(&s.tile_empty[slot]);
         if (tile.expert < 0) return;
 

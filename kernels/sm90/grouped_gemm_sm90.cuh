@@ -19,6 +19,7 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
+#include "kernels/common/tile_ring.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "ptx/barrier.h"
@@ -98,12 +99,12 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
                                         const CUtensorMap* b_map, const KernelArgs& args) {
     const bool discrete = args.weight_mode == kDiscrete;
     GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(
-        s.offsets, discrete ? args.b_ptrs : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
+        s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     const bool dynamic = args.scheduler == kDynamic;
 
     // Work items: tiles, then pieces of the last round's tiles (tail_split.h).
-    int64_t item = dynamic ? atomicAdd(args.tile_counter, 1u) : blockIdx.x;
+    int64_t item = dynamic ? atomicAdd(args.tile_counter, 1ull) : blockIdx.x;
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
@@ -114,7 +115,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         ptx::mbarrier_arrive(&s.tile_full[slot]);
         if (tile.expert < 0) return;
         // Claim the next item now so the atomic's latency hides behind this one's loads.
-        item = dynamic ? atomicAdd(args.tile_counter, 1u) : item + gridDim.x;
+        item = dynamic ? atomicAdd(args.tile_counter, 1ull) : item + gridDim.x;
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
@@ -206,8 +207,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
-        const TileCoord tile = s.tiles[slot];
-        __syncwarp();
+        const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
         if (tile.expert < 0) return;
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)

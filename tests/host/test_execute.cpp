@@ -52,9 +52,13 @@ TEST_CASE("kernel arguments from validated call arguments") {
     CHECK(kernel.bias == args.bias);
     CHECK(kernel.c == nullptr);
     CHECK(kernel.d == args.d);
-    CHECK(kernel.b_ptrs == args.b_ptrs);
     CHECK(reinterpret_cast<uintptr_t>(kernel.b_maps) ==
           reinterpret_cast<uintptr_t>(args.workspace) + ggemm::workspace_maps_offset());
+    // The GEMM takes each expert's pointer status from the map builder's words in the
+    // workspace, after the maps, inside the plan's workspace size; it never sees b_ptrs.
+    CHECK(reinterpret_cast<uintptr_t>(kernel.weight_status) ==
+          reinterpret_cast<uintptr_t>(args.workspace) + ggemm::workspace_maps_offset() + 8 * 128);
+    CHECK(ggemm::workspace_weight_status_offset(8) + 8 * sizeof(uint32_t) <= plan.workspace_bytes);
     CHECK(kernel.tile_counter == nullptr);  // static scheduler: the counter is not used
     CHECK(kernel.device_status == args.device_status);
     CHECK(kernel.m == 2048);
@@ -71,7 +75,7 @@ TEST_CASE("kernel arguments from validated call arguments") {
     args.c = at(kDevice0 + 0x2000);
     const ggemm::KernelArgs dense = ggemm::make_kernel_args(plan, args);
     CHECK(dense.c == args.c);
-    CHECK(dense.b_ptrs == nullptr);
+    CHECK(dense.weight_status == nullptr);
     CHECK(dense.b_maps == nullptr);
     CHECK(dense.tile_counter == nullptr);  // static scheduler
     CHECK(dense.generate_c == 1);
@@ -288,7 +292,7 @@ TEST_CASE("execute on a GPU with a recording fake kernel") {
         args.b_ptrs = static_cast<const uint64_t*>(b_ptrs);
         CHECK(ggemm::execute_plan(discrete, &args, discrete_desc.m_capacity, stream) == GGEMM_SUCCESS);
         CHECK(g_launches == 1);
-        CHECK(g_last.args.b_ptrs == b_ptrs);
+        CHECK(g_last.b_ptrs == b_ptrs);
         CHECK(reinterpret_cast<char*>(g_last.args.b_maps) == static_cast<char*>(workspace) + 128);
         CHECK(read_status() == 0);         // cleared: the map builder ORs into it
         CHECK_FALSE(counter_is_zero());    // the static scheduler reads no counter

@@ -222,9 +222,12 @@ TEST_CASE("workspace size follows weight mode and scheduler") {
     CHECK(plan_for(desc, variants).workspace_bytes == 128);
     desc.weight_mode = GGEMM_WEIGHTS_DISCRETE;
     desc.num_experts = 64;
-    CHECK(plan_for(desc, variants).workspace_bytes == 128 + 64 * 128);
+    // Counter, one tensor map per expert, one status word per expert (rounded up to 128 bytes).
+    CHECK(plan_for(desc, variants).workspace_bytes == 128 + 64 * 128 + 256);
     desc.scheduler = GGEMM_SCHEDULER_STATIC;
-    CHECK(plan_for(desc, variants).workspace_bytes == 128 + 64 * 128);
+    CHECK(plan_for(desc, variants).workspace_bytes == 128 + 64 * 128 + 256);
+    desc.num_experts = 33;
+    CHECK(plan_for(desc, variants).workspace_bytes == 128 + 33 * 128 + 256);
 }
 
 TEST_CASE("the description says what was chosen and why") {

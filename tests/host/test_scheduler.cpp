@@ -8,8 +8,10 @@
 #include <random>
 #include <set>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
 #include "schedule_fixtures.h"
 
@@ -24,11 +26,11 @@ constexpr int kTileN = 256;
 using TileKey = std::tuple<int32_t, int32_t, int32_t>;  // expert, row_begin, n_begin
 
 // Visits every tile the static schedule hands to `grid` persistent CTAs.
-std::multiset<TileKey> static_tiles(const std::vector<int32_t>& offsets, const uint64_t* b_ptrs, int64_t m,
+std::multiset<TileKey> static_tiles(const std::vector<int32_t>& offsets, const uint32_t* weight_status, int64_t m,
                                     int32_t n, int grid, int group_m = 16) {
     std::multiset<TileKey> seen;
     for (int cta = 0; cta < grid; ++cta) {
-        GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), b_ptrs, m, static_cast<int32_t>(offsets.size()),
+        GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), weight_status, m, static_cast<int32_t>(offsets.size()),
                                                n, group_m);
         for (int64_t index = cta;; index += grid) {
             const TileCoord t = s.tile(index);
@@ -156,6 +158,41 @@ TEST_CASE("scheduler: unsafe offsets skip exactly the experts they bound") {
 
 TEST_CASE("scheduler: discrete mode skips experts with null or misaligned weight pointers") {
     const std::vector<int32_t> offsets = {256, 512, 768, 1024};
-    const uint64_t ptrs[] = {0x10000, 0, 0x20008, 0x30000};
-    CHECK(static_tiles(offsets, ptrs, 1024, 256, 3) == expected_tiles(offsets, {1, 2}, 256));
+    // The map builder's words for pointers {valid, NULL, misaligned, valid}.
+    const uint32_t status_words[] = {0, ggemm::kStatusWeightPtrNull, ggemm::kStatusWeightPtrMisaligned, 0};
+    CHECK(static_tiles(offsets, status_words, 1024, 256, 3) == expected_tiles(offsets, {1, 2}, 256));
+}
+
+TEST_CASE("scheduler: work items past 2^32 map to their own tiles, and the dynamic counter is 64-bit") {
+    // The dynamic scheduler claims items with an atomic add on this counter: a 32-bit one would
+    // wrap after 2^32 claims and hand out tiles that were already computed (or, read as a
+    // negative item, rows before D).
+    using Counter = std::remove_pointer_t<decltype(ggemm::KernelArgs::tile_counter)>;
+    static_assert(sizeof(Counter) == 8, "the tile counter must not wrap inside one launch");
+
+    // One expert of the largest M and 512 column tiles: nearly 2^33 tiles.
+    const std::vector<int32_t> offsets = {2147483392};
+    const int64_t m = offsets[0];
+    const int32_t n = 512 * kTileN;
+    const int64_t tiles = m / kTileM * (n / kTileN);
+    REQUIRE(tiles > (int64_t{1} << 32) + 12345);
+    for (int64_t index : {(int64_t{1} << 32) - 1, int64_t{1} << 32, (int64_t{1} << 32) + 12345, tiles - 1}) {
+        CAPTURE(index);
+        GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), nullptr, m, 1, n, 16);
+        const TileCoord t = s.tile(index);
+        const auto p = ggemm::raster_tile(index, static_cast<int32_t>(m / kTileM), n / kTileN, 16);
+        CHECK(t.expert == 0);
+        CHECK(t.row_begin == int64_t{p.m_block} * kTileM);
+        CHECK(t.n_begin == p.n_block * kTileN);
+        CHECK(t.row_begin >= 0);
+        CHECK(int64_t{t.row_begin} + kTileM <= m);
+        // The item 2^32 below maps elsewhere: a wrapped claim would recompute that tile instead.
+        if (index >= (int64_t{1} << 32)) {
+            GroupedTileScheduler<kTileM, kTileN> low(offsets.data(), nullptr, m, 1, n, 16);
+            const TileCoord wrapped = low.tile(index & 0xffffffffLL);
+            CHECK((wrapped.row_begin != t.row_begin || wrapped.n_begin != t.n_begin));
+        }
+    }
+    GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), nullptr, m, 1, n, 16);
+    CHECK(s.tile(tiles).expert == -1);
 }

@@ -49,11 +49,11 @@ bool take_unit(GroupedTileScheduler<kRowsPerCta, kTileN>& schedule, int64_t unit
 }
 
 template <int kTileN>
-PairWalk static_pairs(const std::vector<int32_t>& offsets, const uint64_t* b_ptrs, int64_t m, int32_t n,
+PairWalk static_pairs(const std::vector<int32_t>& offsets, const uint32_t* weight_status, int64_t m, int32_t n,
                       int clusters) {
     PairWalk walk;
     for (int cluster = 0; cluster < clusters; ++cluster) {
-        GroupedTileScheduler<kRowsPerCta, kTileN> schedule(offsets.data(), b_ptrs, m,
+        GroupedTileScheduler<kRowsPerCta, kTileN> schedule(offsets.data(), weight_status, m,
                                                            static_cast<int32_t>(offsets.size()), n, 16);
         for (int64_t unit = cluster; take_unit(schedule, unit, &walk); unit += clusters) {
         }
@@ -63,10 +63,10 @@ PairWalk static_pairs(const std::vector<int32_t>& offsets, const uint64_t* b_ptr
 
 // What the one-CTA kernel (the same scheduler, units = single tiles) computes.
 template <int kTileN>
-std::multiset<TileKey> single_tiles(const std::vector<int32_t>& offsets, const uint64_t* b_ptrs, int64_t m,
+std::multiset<TileKey> single_tiles(const std::vector<int32_t>& offsets, const uint32_t* weight_status, int64_t m,
                                     int32_t n) {
     std::multiset<TileKey> seen;
-    GroupedTileScheduler<kRowsPerCta, kTileN> schedule(offsets.data(), b_ptrs, m,
+    GroupedTileScheduler<kRowsPerCta, kTileN> schedule(offsets.data(), weight_status, m,
                                                        static_cast<int32_t>(offsets.size()), n, 16);
     for (int64_t index = 0;; ++index) {
         const TileCoord t = schedule.tile(index);
@@ -77,11 +77,11 @@ std::multiset<TileKey> single_tiles(const std::vector<int32_t>& offsets, const u
 }
 
 template <int kTileN>
-void check_static(const std::vector<int32_t>& offsets, const uint64_t* b_ptrs, int64_t m, int32_t n) {
-    const std::multiset<TileKey> want = single_tiles<kTileN>(offsets, b_ptrs, m, n);
+void check_static(const std::vector<int32_t>& offsets, const uint32_t* weight_status, int64_t m, int32_t n) {
+    const std::multiset<TileKey> want = single_tiles<kTileN>(offsets, weight_status, m, n);
     for (int clusters : {1, 3, 74}) {
         CAPTURE(clusters);
-        const PairWalk walk = static_pairs<kTileN>(offsets, b_ptrs, m, n, clusters);
+        const PairWalk walk = static_pairs<kTileN>(offsets, weight_status, m, n, clusters);
         CHECK(walk.tiles == want);  // every tile once, none twice, none outside
         CHECK(walk.units * 2 == static_cast<int64_t>(want.size()));
     }
@@ -108,8 +108,9 @@ TEST_CASE("sm100 pair schedule: unsafe offsets and weight pointers never split a
     check_static<256>({1024, 512, 1536, 1792}, nullptr, 2048, 512);
     check_static<256>({512, 4096, -256, 1024}, nullptr, 2048, 512);
     check_static<256>({128, 384, 768}, nullptr, 1024, 256);
-    const uint64_t ptrs[] = {0x10000, 0, 0x20008, 0x30000};
-    check_static<256>({256, 512, 768, 1024}, ptrs, 1024, 256);
+    // The map builder's words for pointers {valid, NULL, misaligned, valid}.
+    const uint32_t status_words[] = {0, ggemm::kStatusWeightPtrNull, ggemm::kStatusWeightPtrMisaligned, 0};
+    check_static<256>({256, 512, 768, 1024}, status_words, 1024, 256);
     // Random garbage offsets, 128-granular so that misaligned ones are common.
     std::mt19937 rng(11);
     for (int trial = 0; trial < 200; ++trial) {
