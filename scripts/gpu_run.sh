@@ -20,7 +20,7 @@
 #   BENCH_ARGS        extra ggemm_bench arguments, e.g. --benchmark_filter=suite/
 #   PEERS_ARGS        peers.py arguments besides --lib/--out (default: --full-epilogue)
 #   STEADY_ARGS       steady_clock.py arguments besides --lib/--out (default: none)
-#   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck)
+#   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck synccheck initcheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
 # $OUT keeps at most 8 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
@@ -46,8 +46,8 @@ for stage in $STAGE_LIST; do
   esac
 done
 
-declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=300 [bench]=300 [peers]=300 [steady]=120)
-SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck}
+declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120)
+SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
 STEADY_ARGS=${STEADY_ARGS:-}

@@ -27,6 +27,9 @@ TEST_CASE("sanitizer: bad offsets are skipped and reported in the device status 
         {"decreasing", {256, 768, 512, 1024, 1280}, 1280, GGEMM_DEVICE_STATUS_OFFSET_DECREASING},
         {"past M", {256, 512, 1280}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
         {"past M, last expert", {256, 768, 1024, 2048}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
+        // The last offset falls back to 0: expert 0's rows [0, M) are still computed (rows below
+        // padded_offsets[L-1] are not a bound on what is written; [0, M) is).
+        {"last offset back to 0", {1024, 0}, 1024, GGEMM_DEVICE_STATUS_OFFSET_DECREASING},
         // Values whose products with K or N overflow 32 bits.
         {"extreme", {256, 2147483392, INT32_MIN, 512}, 1024,
          GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE},

@@ -280,3 +280,30 @@ TEST_CASE("sanitizer: small matrix, dense and discrete") {
         MESSAGE(what << ": dense " << dense_summary << "; discrete " << discrete_summary);
     }
 }
+
+TEST_CASE("sanitizer: every tile variant, N = 520, both schedulers, dense and discrete") {
+    // The tile widths the planner chooses from, each forced: racecheck and synccheck must be
+    // clean on every variant, not only on the planner's choice for the small cases above.
+    std::size_t index = 0;
+    for (int32_t tile_n : {256, 192, 128}) {
+        for (int32_t scheduler : {STATIC, DYNAMIC}) {
+            CaseConfig config = with(random_rows(shape("san tile", 8, 520, 1032, BF16, BF16, NONE, true, scheduler), 400),
+                                     kAllRows, 256);
+            config.tile_n = tile_n;
+            config.seed = mix_seed(3100, index++);
+            const HostCase host_case = make_case(config);
+            const Problem problem = host_case.problem();
+            const Result reference = reference_for(host_case, problem);
+            Stream stream;
+            CaseBuffers buffers(host_case, true, true);
+            const std::string what = case_text(host_case, "dense+discrete") + " tile_n=" + std::to_string(tile_n);
+            const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
+            const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
+            std::string dense_summary, discrete_summary;
+            verify_run(what + " dense", host_case, problem, reference, dense, 0, 0, &dense_summary);
+            verify_run(what + " discrete", host_case, problem, reference, discrete, 0, 0, &discrete_summary);
+            same_bits(what + " discrete vs dense", discrete, dense);
+            MESSAGE(what << ": dense " << dense_summary << "; discrete " << discrete_summary);
+        }
+    }
+}
