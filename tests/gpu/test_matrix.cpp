@@ -287,7 +287,8 @@ TEST_CASE("sanitizer: every tile variant, N = 520, both schedulers, dense and di
     // (one k-block a tile) lets the scheduling thread run ahead and reuse tile slots as soon as
     // they are released; K = 1032 keeps it waiting on them.
     std::size_t index = 0;
-    for (const auto& [experts, k] : {std::pair<int32_t, int64_t>{64, 8}, std::pair<int32_t, int64_t>{8, 1032}})
+    const std::pair<int32_t, int64_t> shapes[] = {{64, 8}, {8, 1032}};  // experts, K
+    for (const auto& [experts, k] : shapes) {
     for (int32_t tile_n : {256, 192, 128}) {
         for (int32_t scheduler : {STATIC, DYNAMIC}) {
             CaseConfig config = with(random_rows(shape("san tile", experts, 520, k, BF16, BF16, NONE, true, scheduler), 400),
@@ -309,4 +310,5 @@ TEST_CASE("sanitizer: every tile variant, N = 520, both schedulers, dense and di
             MESSAGE(what << ": dense " << dense_summary << "; discrete " << discrete_summary);
         }
     }
+}
 }
