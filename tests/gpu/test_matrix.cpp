@@ -289,26 +289,26 @@ TEST_CASE("sanitizer: every tile variant, N = 520, both schedulers, dense and di
     std::size_t index = 0;
     const std::pair<int32_t, int64_t> shapes[] = {{64, 8}, {8, 1032}};  // experts, K
     for (const auto& [experts, k] : shapes) {
-    for (int32_t tile_n : {256, 192, 128}) {
-        for (int32_t scheduler : {STATIC, DYNAMIC}) {
-            CaseConfig config = with(random_rows(shape("san tile", experts, 520, k, BF16, BF16, NONE, true, scheduler), 400),
-                                     kAllRows, 256);
-            config.tile_n = tile_n;
-            config.seed = mix_seed(3100, index++);
-            const HostCase host_case = make_case(config);
-            const Problem problem = host_case.problem();
-            const Result reference = reference_for(host_case, problem);
-            Stream stream;
-            CaseBuffers buffers(host_case, true, true);
-            const std::string what = case_text(host_case, "dense+discrete") + " tile_n=" + std::to_string(tile_n);
-            const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
-            const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
-            std::string dense_summary, discrete_summary;
-            verify_run(what + " dense", host_case, problem, reference, dense, 0, 0, &dense_summary);
-            verify_run(what + " discrete", host_case, problem, reference, discrete, 0, 0, &discrete_summary);
-            same_bits(what + " discrete vs dense", discrete, dense);
-            MESSAGE(what << ": dense " << dense_summary << "; discrete " << discrete_summary);
+        for (int32_t tile_n : {256, 192, 128}) {
+            for (int32_t scheduler : {STATIC, DYNAMIC}) {
+                CaseConfig config = with(random_rows(shape("san tile", experts, 520, k, BF16, BF16, NONE, true, scheduler), 400),
+                                         kAllRows, 256);
+                config.tile_n = tile_n;
+                config.seed = mix_seed(3100, index++);
+                const HostCase host_case = make_case(config);
+                const Problem problem = host_case.problem();
+                const Result reference = reference_for(host_case, problem);
+                Stream stream;
+                CaseBuffers buffers(host_case, true, true);
+                const std::string what = case_text(host_case, "dense+discrete") + " tile_n=" + std::to_string(tile_n);
+                const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
+                const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
+                std::string dense_summary, discrete_summary;
+                verify_run(what + " dense", host_case, problem, reference, dense, 0, 0, &dense_summary);
+                verify_run(what + " discrete", host_case, problem, reference, discrete, 0, 0, &discrete_summary);
+                same_bits(what + " discrete vs dense", discrete, dense);
+                MESSAGE(what << ": dense " << dense_summary << "; discrete " << discrete_summary);
+            }
         }
-    }
 }
 }
