@@ -169,12 +169,13 @@ __device__ __forceinline__ void bulk_store_output_as(const FragmentEpilogue& e, 
 // begin_epilogue; e.staging_addr is the output buffer.
 template <int kTileN, int kWidth>
 __device__ __forceinline__ void bulk_store_tile(const FragmentEpilogue& e, const float (&acc)[kWidth / 2], int warp) {
+    using V = EpilogueValue;
     if (e.t.bias != nullptr) {
-        if (e.t.c != nullptr) bulk_store_output_as<EpilogueValue::kBiased, kTileN, kWidth>(e, e.t.c, e.t.c_dtype, acc, warp);
-        bulk_store_output_as<EpilogueValue::kBiased, kTileN, kWidth>(e, e.t.d, e.t.d_dtype, acc, warp);
+        if (e.t.c != nullptr) bulk_store_output_as<V::kBiased, kTileN, kWidth>(e, e.t.c, e.t.c_dtype, acc, warp);
+        bulk_store_output_as<V::kBiased, kTileN, kWidth>(e, e.t.d, e.t.d_dtype, acc, warp);
     } else {
-        if (e.t.c != nullptr) bulk_store_output_as<EpilogueValue::kScaled, kTileN, kWidth>(e, e.t.c, e.t.c_dtype, acc, warp);
-        bulk_store_output_as<EpilogueValue::kScaledByProb, kTileN, kWidth>(e, e.t.d, e.t.d_dtype, acc, warp);
+        if (e.t.c != nullptr) bulk_store_output_as<V::kScaled, kTileN, kWidth>(e, e.t.c, e.t.c_dtype, acc, warp);
+        bulk_store_output_as<V::kScaledByProb, kTileN, kWidth>(e, e.t.d, e.t.d_dtype, acc, warp);
     }
 }
 

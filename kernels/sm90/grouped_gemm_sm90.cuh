@@ -190,20 +190,16 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
 #pragma unroll
             for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
             if (lane == 0) ptx::mbarrier_arrive(&s.empty[stage]);
-            if (++stage == Cfg::kStages) {
-                stage = 0;
-                phase ^= 1;
-            }
-            continue;
-        }
+        } else {
 #pragma unroll
-        for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-        // Keep this batch in flight; the previous one has finished reading its stage.
-        if (kb > 0) {
-            ptx::wgmma_wait<1>();
-            if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+            for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+            // Keep this batch in flight; the previous one has finished reading its stage.
+            if (kb > 0) {
+                ptx::wgmma_wait<1>();
+                if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+            }
+            previous_stage = stage;
         }
-        previous_stage = stage;
         if (++stage == Cfg::kStages) {
             stage = 0;
             phase ^= 1;
