@@ -82,7 +82,7 @@ TEST_CASE("sanitizer: discrete weights, a misaligned pointer for an expert with 
 // builder runs and made valid (by a copy node spliced into the captured graph) before the GEMM
 // runs. The GEMM must still skip the expert: its map slot was never patched, and loading
 // through it would read from the placeholder address instead of any weights.
-TEST_CASE("sanitizer: discrete weights, an entry made valid between the map builder and the GEMM stays skipped") {
+TEST_CASE("sanitizer: discrete weights: an entry made valid between the map builder and the GEMM stays skipped") {
     for (int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
         const HostCase host_case = make_case(bad_pointer_config("entry made valid after the builder", scheduler));
         Stream stream;

@@ -339,7 +339,7 @@ TEST_CASE("sanitizer: small matrix, dense and discrete") {
     }
 }
 
-TEST_CASE("sanitizer: every tile variant, N = 520, both schedulers, dense and discrete") {
+TEST_CASE("sanitizer: every tile variant at N = 520 with both schedulers and weight modes") {
     // The tile widths the planner chooses from, each forced: racecheck and synccheck must be
     // clean on every variant, not only on the planner's choice for the small cases above. K = 8
     // (one k-block a tile) lets the scheduling thread run ahead and reuse tile slots as soon as

@@ -48,7 +48,7 @@ void note(ThreadRun& run, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("concurrency: one plan executed by 8 threads at once, each with its own stream, workspace and data") {
+TEST_CASE("concurrency: one plan executed by 8 threads at once; each with its own stream and workspace and data") {
     constexpr int kThreads = 8;
     constexpr int kRounds = 25;
     const CaseConfig base = stress_config("concurrent", 9000);
@@ -132,7 +132,7 @@ TEST_CASE("concurrency: one plan executed by 8 threads at once, each with its ow
     }
 }
 
-TEST_CASE("soak: 10,000 graph replays with new offsets, data and weight pointers; bad offsets injected and removed") {
+TEST_CASE("soak: ten thousand graph replays with new offsets and data and weight pointers; bad offsets injected and removed") {
     constexpr int kReplays = 10000;
     constexpr int kCheckEvery = 100;
     HostCase host_case = make_case(stress_config("soak", 9100));
