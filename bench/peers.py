@@ -37,6 +37,9 @@ CHECK_TOLERANCE = 1e-2        # bf16 outputs: relative Frobenius error
 C_FP32_TOLERANCE = 1e-4       # fp32 C against an fp32 reference: only summation order differs
 EPILOGUE_CASE = "dsv3_fc1_L8"
 PEERS = ("ggemm", "grouped_mm", "dense")
+# DeepGEMM's m_grouped_bf16_gemm_nt_contiguous, timed beside the others when `import deep_gemm`
+# works (an optional peer: nothing here needs it).
+deep_gemm = None
 MAX_SETS = 32
 L2_MULTIPLE = 3.0             # L2 capacities of other data between two runs over one set
 
@@ -121,6 +124,11 @@ class CaseData:
         self.prob = [torch.empty(max(self.m, 1), dtype=torch.float32, device=dev).uniform_(0, 1)
                      for _ in range(sets)]
         self.d = torch.empty(self.m, self.n, dtype=bf16, device=dev)
+        # DeepGEMM's contiguous layout: each row's expert (every row of these cases has one).
+        counts = [e - b for b, e in zip([0] + self.offsets_host[:-1], self.offsets_host)]
+        self.m_indices = torch.repeat_interleave(
+            torch.arange(self.L, dtype=torch.int32, device=dev), torch.tensor(counts, device=dev))
+        self.d_deepgemm = torch.empty(self.m, self.n, dtype=bf16, device=dev)
         self.d_dense = torch.empty(self.m, self.n, dtype=bf16, device=dev)
         self.status = torch.zeros(1, dtype=torch.int32, device=dev)
         self.full = full_epilogue
@@ -317,6 +325,9 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         # W = expert 0's (N, K) contiguous weight of the set, transposed: our layout, one GEMM.
         ("dense", lambda s: torch.mm(data.a[s], data.b[s][0].t(), out=data.d_dense)),
     ]
+    if deep_gemm is not None:
+        peers.append(("deepgemm", lambda s: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(
+            data.a[s], data.b[s], data.d_deepgemm, data.m_indices)))
     for name, fn in peers:
         try:
             fn(0)
@@ -324,6 +335,10 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
             ops.append((name, fn))
         except Exception as e:  # noqa: BLE001
             result["errors"][name] = short_error(e)
+    if any(name == "deepgemm" for name, _ in ops):
+        ref = torch._grouped_mm(data.a[0], bt[0], offs=data.offs, out_dtype=torch.bfloat16)
+        err = rel_error(data.d_deepgemm, ref)
+        result["deepgemm_check"] = {"rel_err": err, "ok": err < 1e-2}
 
     if ops:
         try:
@@ -341,6 +356,8 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         result["ratio_grouped_mm"] = t["ggemm"] / t["grouped_mm"]
     if "ggemm" in t and "dense" in t:
         result["ratio_dense"] = t["ggemm"] / t["dense"]
+    if "ggemm" in t and "deepgemm" in t:
+        result["ratio_deepgemm"] = t["ggemm"] / t["deepgemm"]
     med = result.get("median_ms", {})
     if "ggemm" in med and "ggemm_full" in med:
         result["full_epilogue_overhead"] = med["ggemm_full"] / med["ggemm"] - 1.0
@@ -360,6 +377,8 @@ def summarize(results):
         "ggemm_tflops": geomean([r["tflops"]["ggemm"] for r in complete]),
         "grouped_mm_tflops": geomean([r["tflops"]["grouped_mm"] for r in complete]),
         "dense_tflops": geomean([r["tflops"]["dense"] for r in complete]),
+        "ggemm_over_deepgemm": geomean([r["ratio_deepgemm"] for r in complete if "ratio_deepgemm" in r]),
+        "deepgemm_cases": sum(1 for r in complete if "ratio_deepgemm" in r),
         "cases_with_ratio": len(complete),
         "cases": len(results),
         "check_failures": [r["name"] for r in results if "check" in r and not r["check"]["ok"]]
@@ -406,19 +425,30 @@ def notes_lines(results, summary):
         t = r.get("tflops", {})
         for name in sorted(k for k in t if k.startswith("ggemm_") and k != "ggemm_full"):
             ac = r.get("alt_checks", {}).get(name, {})
-            lines.append("%s on %s: %s TFLOP/s, %s x the plan's choice, %s x grouped_mm; check err %s%s" % (
+            lines.append("%s on %s: %s TFLOP/s, %s x the plan's choice, %s x grouped_mm, %s x deepgemm; check err %s%s" % (
                 name, r["name"], fmt(t[name], ".0f"),
                 fmt(t[name] / t["ggemm"] if t.get("ggemm") else None, ".3f"),
                 fmt(t[name] / t["grouped_mm"] if t.get("grouped_mm") else None, ".3f"),
+                fmt(t[name] / t["deepgemm"] if t.get("deepgemm") else None, ".3f"),
                 fmt(ac.get("rel_err"), ".1e"), "" if ac.get("ok", True) else " FAIL"))
     alts = sorted({k for r in results for k in r.get("tflops", {}) if k.startswith("ggemm_") and k != "ggemm_full"})
     for name in alts:
         rows = [r["tflops"] for r in results if name in r.get("tflops", {}) and "ggemm" in r["tflops"]
                 and "grouped_mm" in r["tflops"] and "dense" in r["tflops"]]
-        lines.append("%s geomean over %d cases: %s x the plan's choice, %s x grouped_mm, %s x dense" % (
+        lines.append("%s geomean over %d cases: %s x the plan's choice, %s x grouped_mm, %s x dense, %s x deepgemm" % (
             name, len(rows), fmt(geomean([t[name] / t["ggemm"] for t in rows]), ".3f"),
             fmt(geomean([t[name] / t["grouped_mm"] for t in rows]), ".3f"),
-            fmt(geomean([t[name] / t["dense"] for t in rows]), ".3f")))
+            fmt(geomean([t[name] / t["dense"] for t in rows]), ".3f"),
+            fmt(geomean([t[name] / t["deepgemm"] for t in rows if "deepgemm" in t]), ".3f")))
+    dg = [r for r in results if "deepgemm" in r.get("tflops", {})]
+    for r in dg:
+        dc = r.get("deepgemm_check", {})
+        lines.append("deepgemm on %s: %s TFLOP/s; ggemm/deepgemm %s; deepgemm check err %s%s" % (
+            r["name"], fmt(r["tflops"]["deepgemm"], ".0f"), fmt(r.get("ratio_deepgemm"), ".3f"),
+            fmt(dc.get("rel_err"), ".1e"), "" if dc.get("ok", True) else " FAIL"))
+    if dg:
+        lines.append("ggemm/deepgemm geomean over %d cases: %s" % (
+            summary["deepgemm_cases"], fmt(summary["ggemm_over_deepgemm"], ".3f")))
     for r in results:
         for who, err in r.get("errors", {}).items():
             lines.append("ERROR %s / %s: %s" % (r["name"], who, err))
@@ -493,6 +523,12 @@ def main():
     cases = load_cases(opts.shapes, opts.cases)
 
     import torch
+    global deep_gemm
+    try:
+        import deep_gemm as imported
+        deep_gemm = imported
+    except Exception as e:  # noqa: BLE001 - the peer is optional
+        print("peers.py: DeepGEMM not measured (import deep_gemm: %s)" % short_error(e))
     if not torch.cuda.is_available():
         sys.exit("peers.py: no CUDA device visible to torch")
     if not hasattr(torch, "_grouped_mm"):
