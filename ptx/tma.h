@@ -1,6 +1,6 @@
-// TMA: the bulk copy engine, driven by tensor maps or by plain addresses. PTX ISA 9.7.9.24
-// (cp.async.bulk), 9.7.9.25 (cp.async.bulk.tensor), 9.7.9.26 (cp.async.bulk.commit_group /
-// wait_group), 9.7.9.27 (prefetch.tensormap), 9.7.9.29 (tensormap.replace).
+// TMA: the bulk tensor copy engine, driven by tensor maps. PTX ISA 9.7.9.25
+// (cp.async.bulk.tensor), 9.7.9.26 (cp.async.bulk.commit_group / wait_group), 9.7.9.27
+// (prefetch.tensormap), 9.7.9.29 (tensormap.replace).
 #pragma once
 
 #include <cstdint>
@@ -97,24 +97,6 @@ __device__ __forceinline__ void tma_store_2d(const void* map, const void* src, i
 #endif
 }
 
-// cp.async.bulk.global.shared::cta.bulk_group [dst], [src], bytes;            PTX 8.0, sm_90
-// Copies `bytes` contiguous bytes (a multiple of 16; both addresses 16-byte aligned) from shared
-// to global memory, tracked by this thread's bulk groups (commit_group / wait_group below). No
-// tensor map: one copy per contiguous run of global memory, e.g. one row segment of an output
-// tile. The caller makes its shared-memory writes visible first (fence_proxy_async_shared + a
-// barrier).
-// `src` is a shared-window address (smem_addr).
-__device__ __forceinline__ void bulk_copy_shared_to_global(void* dst, uint32_t src, uint32_t bytes) {
-#if defined(GGEMM_PTX_TMA)
-    // The .global operand takes a global-window address, as in cuda::ptx.
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(__cvta_generic_to_global(dst)),
-                 "r"(src), "r"(bytes)
-                 : "memory");
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-#endif
-}
-
 // cp.async.bulk.commit_group;                                                 PTX 8.0, sm_90
 // Closes the group of bulk stores issued so far by this thread.
 __device__ __forceinline__ void tma_store_commit() {
@@ -133,20 +115,6 @@ __device__ __forceinline__ void tma_store_wait_read() {
     static_assert(N >= 0 && N <= 63, "wait_group takes a small immediate");
 #if defined(GGEMM_PTX_TMA)
     asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-#endif
-}
-
-// cp.async.bulk.wait_group N;                                                 PTX 8.0, sm_90
-// Waits until at most N of this thread's bulk groups are still pending, their global writes
-// included (the .read form above waits only for the shared-memory reads). A CTA must not exit
-// while its bulk copies still read its shared memory.
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-    static_assert(N >= 0 && N <= 63, "wait_group takes a small immediate");
-#if defined(GGEMM_PTX_TMA)
-    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
 #else
     ggemm_ptx_instruction_not_supported_on_this_target();
 #endif

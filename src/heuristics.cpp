@@ -2,7 +2,6 @@
 #include "src/heuristics.h"
 
 #include <cstring>
-#include <initializer_list>
 
 namespace ggemm {
 
@@ -26,11 +25,6 @@ const int kTileMPreferenceCount = sizeof kTileMPreference / sizeof kTileMPrefere
 const Preference kClusterPreference[] = {{1, 1.00}, {2, 0.98}};
 const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterPreference[0];
 
-// Hopper, 128 x 256 tiles: the math warps' own global stores of D cost about one k-block per
-// tile (7 % at K = 768), which bulk copies from a whole-tile buffer move off their path; a
-// second pass over the buffer brings a wait for the first pass's copies back onto it.
-const OutputWritePreference kOutputWritePreference = {0.99, 1.00, 0.98};
-
 namespace {
 
 // A value missing from a preference table is neither favoured nor penalized beyond the
@@ -52,18 +46,8 @@ int32_t persistent_grid(int32_t sm_count, int32_t sm_margin, int32_t cluster_m) 
     return available / cluster_m * cluster_m;
 }
 
-int32_t output_passes(const KernelVariant& variant, TileOutputs outputs) noexcept {
-    const int64_t row_bytes = variant.bulk_output_row_bytes;
-    if (row_bytes <= 0) return 0;
-    int32_t passes = 0;
-    for (const int32_t bytes : {outputs.d_bytes, outputs.c_bytes}) {
-        if (bytes > 0) passes += static_cast<int32_t>((int64_t{variant.tile_n} * bytes + row_bytes - 1) / row_bytes);
-    }
-    return passes;
-}
-
-VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count, int32_t sm_margin,
-                           TileOutputs outputs) noexcept {
+VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count,
+                           int32_t sm_margin) noexcept {
     VariantScore score{};
     score.width_efficiency = kUnknownWidthEfficiency;
     for (int i = 0; i < kTileWidthEfficiencyCount; ++i) {
@@ -81,12 +65,8 @@ VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_c
     score.grid = persistent_grid(sm_count, sm_margin, variant.cluster_m);
     const int32_t offered = sm_count - sm_margin;
     score.grid_use = offered > 0 ? static_cast<double>(score.grid) / offered : 0.0;
-    score.output_passes = output_passes(variant, outputs);
-    score.output_write = score.output_passes == 0   ? kOutputWritePreference.warp_stores
-                         : score.output_passes == 1 ? kOutputWritePreference.bulk_one_pass
-                                                    : kOutputWritePreference.bulk_more_passes;
     score.total = score.width_efficiency * score.column_use * score.tile_m_factor *
-                  score.cluster_factor * score.grid_use * score.output_write;
+                  score.cluster_factor * score.grid_use;
     return score;
 }
 

@@ -1,7 +1,6 @@
 // How the planner ranks kernel variants: tables of data and one scoring rule.
 //
 // score = width_efficiency(tile_n) x column_use x tile_m_preference x cluster_preference x grid_use
-//         x output_write
 //
 //   width_efficiency  how fast a tile of that width runs per useful column when nothing is
 //                     wasted (wider tiles reuse each A load across more columns)
@@ -11,10 +10,6 @@
 //                     multicasts the B tile to both CTAs)
 //   grid_use          persistent CTAs / SMs offered: rounding the grid down to a multiple of
 //                     the cluster can leave an SM idle
-//   output_write      how C and D leave a tile: bulk copies from a whole-tile buffer overlap the
-//                     next tile's MMAs when the tile leaves in one pass over the buffer (a 16-bit
-//                     D, no C); each further pass (fp32, or C then D) waits for the previous
-//                     one's copies, and then the math warps' own stores are preferred
 //
 // M is a run-time value, so nothing here depends on it. The numbers are first estimates, to be
 // replaced by measurements (bench/); changing them changes choices, never correctness.
@@ -47,21 +42,6 @@ extern const int kTileMPreferenceCount;
 extern const Preference kClusterPreference[];
 extern const int kClusterPreferenceCount;
 
-// output_write factors: the math warps store C and D; bulk copies in one pass over the buffer;
-// bulk copies in more passes.
-struct OutputWritePreference {
-    double warp_stores;
-    double bulk_one_pass;
-    double bulk_more_passes;
-};
-extern const OutputWritePreference kOutputWritePreference;
-
-// The element sizes of a plan's outputs (0: not written).
-struct TileOutputs {
-    int32_t d_bytes;
-    int32_t c_bytes;
-};
-
 struct VariantScore {
     double width_efficiency;
     bool width_in_table;   // false: kUnknownWidthEfficiency was assumed
@@ -70,8 +50,6 @@ struct VariantScore {
     double tile_m_factor;
     double cluster_factor;
     double grid_use;
-    double output_write;
-    int32_t output_passes;  // passes over the bulk-copy buffer per tile (0: warp stores)
     int32_t grid;          // persistent CTAs
     double total;
 };
@@ -79,11 +57,8 @@ struct VariantScore {
 // CTAs of the persistent grid: the SMs left after the margin, rounded down to whole clusters.
 int32_t persistent_grid(int32_t sm_count, int32_t sm_margin, int32_t cluster_m) noexcept;
 
-// Passes over its output buffer a bulk-copy variant makes per tile (0 for warp stores).
-int32_t output_passes(const KernelVariant& variant, TileOutputs outputs) noexcept;
-
-VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count, int32_t sm_margin,
-                           TileOutputs outputs = {2, 0}) noexcept;
+VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count,
+                           int32_t sm_margin) noexcept;
 
 // True when `a` should be chosen over `b` (higher score; ties: more stages, then name).
 bool better_choice(const KernelVariant& a, const VariantScore& a_score, const KernelVariant& b,

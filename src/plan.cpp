@@ -5,8 +5,6 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <cuda_runtime_api.h>
 #include <vector>
 
@@ -37,8 +35,8 @@ struct Candidate {
 };
 
 // Why `variant` cannot serve this plan, or nullptr if it can. `reason` holds the text.
-const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc, const DeviceInfo& device,
-                      const char* kernel_prefix, char* reason, std::size_t size) {
+const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
+                      const DeviceInfo& device, char* reason, std::size_t size) {
     if (variant.tile_m <= 0 || variant.tile_n <= 0 || variant.block_k <= 0 || variant.stages <= 0 ||
         variant.cluster_m <= 0 || variant.launch == nullptr) {
         std::snprintf(reason, size, "malformed variant description (a bug in ggemm)");
@@ -54,10 +52,6 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
     }
     if (desc.cluster_m != 0 && variant.cluster_m != desc.cluster_m) {
         std::snprintf(reason, size, "cluster_m %d, desc->cluster_m = %d", variant.cluster_m, desc.cluster_m);
-        return reason;
-    }
-    if (kernel_prefix != nullptr && std::strncmp(variant.name, kernel_prefix, std::strlen(kernel_prefix)) != 0) {
-        std::snprintf(reason, size, "name does not start with GGEMM_KERNEL=%s", kernel_prefix);
         return reason;
     }
     if (variant.smem_bytes > device.max_smem_optin) {
@@ -77,13 +71,10 @@ void describe_score(std::string* text, const char* mark, const KernelVariant& va
                     const VariantScore& score, int64_t n) {
     appendf(text,
             "  %-8s %.4f = width %.3f%s x columns %.4f (%lld of %lld) x tile_m %.2f x cluster "
-            "%.2f x grid %.4f (%d CTAs) x output %.2f (%s)  %s\n",
+            "%.2f x grid %.4f (%d CTAs)  %s\n",
             mark, score.total, score.width_efficiency, score.width_in_table ? "" : " (assumed)",
             score.column_use, static_cast<long long>(n), static_cast<long long>(score.padded_n),
-            score.tile_m_factor, score.cluster_factor, score.grid_use, score.grid, score.output_write,
-            score.output_passes == 0 ? "warp stores" : score.output_passes == 1 ? "bulk copies, 1 pass"
-                                                                                 : "bulk copies, 2+ passes",
-            variant.name);
+            score.tile_m_factor, score.cluster_factor, score.grid_use, score.grid, variant.name);
 }
 
 std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& candidates,
@@ -123,8 +114,7 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
             static_cast<unsigned long long>(plan.workspace_bytes));
     appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d (0 = planner's choice)\n",
             desc.tile_m, desc.tile_n, desc.cluster_m);
-    appendf(&text, "why: highest score of %zu candidate%s; score = width efficiency x column use x tile_m x cluster x grid use "
-            "x output write\n",
+    appendf(&text, "why: highest score of %zu candidate%s; score = width efficiency x column use x tile_m x cluster x grid use\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");
     for (const Candidate& candidate : candidates) {
         describe_score(&text, &candidate == &chosen ? "chosen" : "", *candidate.variant,
@@ -145,13 +135,11 @@ VariantList compiled_variants(int32_t arch) noexcept {
 }
 
 ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device, VariantList variants,
-                          ggemm_plan* plan, const char* kernel_prefix) {
+                          ggemm_plan* plan) {
     ggemm_status_t status = validate_plan_desc(desc, device, variants);
     if (status != GGEMM_SUCCESS) return status;
     const int32_t arch = arch_of(device);
 
-    const auto bytes_of = [](int32_t dtype) { return dtype == GGEMM_DTYPE_FP32 ? 4 : 2; };
-    const TileOutputs outputs = {bytes_of(desc.d_dtype), desc.generate_c ? bytes_of(desc.c_dtype) : 0};
     std::vector<Candidate> candidates;
     std::string excluded;
     const Candidate* best = nullptr;
@@ -159,11 +147,11 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
         const KernelVariant& variant = variants.items[i];
         if (variant.arch != arch) continue;
         char reason[160];
-        if (exclusion(variant, desc, device, kernel_prefix, reason, sizeof reason) != nullptr) {
+        if (exclusion(variant, desc, device, reason, sizeof reason) != nullptr) {
             appendf(&excluded, "  excluded %s: %s\n", variant.name, reason);
             continue;
         }
-        candidates.push_back({&variant, score_variant(variant, desc.n, device.sm_count, desc.sm_margin, outputs)});
+        candidates.push_back({&variant, score_variant(variant, desc.n, device.sm_count, desc.sm_margin)});
     }
     for (const Candidate& candidate : candidates) {
         if (best == nullptr || better_choice(*candidate.variant, candidate.score, *best->variant, best->score))
@@ -194,11 +182,7 @@ ggemm_status_t create_plan(const ggemm_plan_desc& desc, std::unique_ptr<ggemm_pl
     status = query_device(desc.device, &device);
     if (status != GGEMM_SUCCESS) return status;
     auto built = std::make_unique<ggemm_plan>();
-    // A diagnostic override (A/B timing, tests of a design the planner would not choose): only
-    // variants whose name starts with $GGEMM_KERNEL are candidates. Read per plan, never per call.
-    const char* kernel_prefix = std::getenv("GGEMM_KERNEL");
-    if (kernel_prefix != nullptr && *kernel_prefix == '\0') kernel_prefix = nullptr;
-    status = build_plan(desc, device, compiled_variants(arch_of(device)), built.get(), kernel_prefix);
+    status = build_plan(desc, device, compiled_variants(arch_of(device)), built.get());
     if (status != GGEMM_SUCCESS) return status;
     status = resolve_tensor_map_encoder();
     if (status != GGEMM_SUCCESS) return status;

@@ -78,10 +78,6 @@ struct KernelVariant {
     int32_t threads;        // threads per CTA
     PrepareFn prepare;
     LaunchFn launch;
-    // Bulk-copy epilogue: output bytes per row of the tile's shared-memory buffer (an output whose
-    // tile row is longer leaves in several passes, each after the previous one's copies have read
-    // the buffer). 0: the math warps store C and D themselves.
-    int32_t bulk_output_row_bytes;
 };
 
 // Bytes of one device-side tensor map (PTX ISA: tensormap is 128 bytes, 64-byte aligned).

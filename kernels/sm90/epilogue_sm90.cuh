@@ -72,7 +72,7 @@ struct FragmentEpilogue {
     EpilogueTile t;
     float2 prob;          // prob of the thread's rows r and r + 8
     uint32_t bias_addr;   // the tile's bias columns staged as fp32 (shared window), when t.bias
-    uint32_t staging_addr;  // the warpgroup's slice, or the tile's output buffer (shared window)
+    uint32_t slice_addr;  // the warpgroup's slice buffer (shared window)
     uint32_t barrier;     // the warpgroup's named barrier (for the bias row)
     int64_t row_begin;    // the warpgroup's first row
     int32_t n_begin;      // the tile's first column
@@ -87,7 +87,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
     const int warp = thread / 32;
     const int lane = thread % 32;
     const int row = warp * 16 + lane / 4;  // and row + 8, which has the same swizzle
-    const uint32_t top_row = e.staging_addr + row * kSliceRowBytes;
+    const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
     const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));  // in an 8-column group
 #pragma unroll
     for (int slice = 0; slice < kTileN / kCols; ++slice) {
@@ -117,7 +117,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
         ptx::warp_sync();  // the warp's rows of the slice are staged
-        copy_slice<T>(e.staging_addr, out, e.row_begin, col0, e.t.n, warp, lane);
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, warp, lane);
         ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }

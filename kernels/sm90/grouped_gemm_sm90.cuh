@@ -7,8 +7,9 @@
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
 // multi-stage shared-memory ring with TMA. Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width (over a piece's width when the last
-// partial round of tiles is cut along N, kernels/common/tail_split.h), then run the epilogue:
-// accumulators converted in registers and written to C and D in one of two ways (OutputWrite).
+// partial round of tiles is cut along N, kernels/common/tail_split.h), keeping one wgmma batch in
+// flight, then run the epilogue: accumulators converted in registers, staged through shared
+// memory 128 bytes of a row at a time, and stored as whole row segments (epilogue_sm90.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,9 +21,7 @@
 #include "kernels/common/scheduler.h"
 #include "kernels/common/tile_ring.cuh"
 #include "kernels/common/launch.cuh"
-#include "kernels/sm90/bulk_epilogue_sm90.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
-#include "kernels/sm90/output_tile_layout.h"
 #include "ptx/barrier.h"
 #include "ptx/fence.h"
 #include "ptx/mbarrier.h"
@@ -31,25 +30,10 @@
 
 namespace ggemm::sm90 {
 
-// How a tile's C and D reach global memory, and with it how long the math warpgroups hold a stage.
-enum class OutputWrite {
-    // The math warps store each 128-byte slice of a row themselves (epilogue_sm90.cuh). The main
-    // loop keeps one wgmma batch in flight across k-blocks, so each warpgroup holds two stages:
-    // the producer runs kStages - 2 stages ahead.
-    kWarpStores,
-    // The whole tile is staged in shared memory and bulk copies write it out while the next tile's
-    // MMAs run (bulk_epilogue_sm90.cuh). The main loop waits for each k-block's batch and releases
-    // its stage at once, so each warpgroup holds one stage: the producer runs kStages - 1 ahead,
-    // and three stages leave room for the 68 KB buffer of a 256-wide tile.
-    kBulkCopies,
-};
-
-template <int kTileN_, int kStages_, OutputWrite kOutput_ = OutputWrite::kWarpStores>
+template <int kTileN_, int kStages_>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
-    static constexpr OutputWrite kOutput = kOutput_;
-    static constexpr bool kBulkOutput = kOutput == OutputWrite::kBulkCopies;
     static constexpr int kTileM = 128;          // two math warpgroups x 64 rows (wgmma M = 64)
     static constexpr int kBlockK = 64;          // 64 bf16 = 128 bytes: one 128-byte swizzle row
     static constexpr int kMathWarpgroups = 2;
@@ -61,8 +45,6 @@ struct Config {
     static constexpr int kMaxExperts = 1024;
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
-    // Per math warpgroup a 64 x 128-byte slice, or one buffer for the whole tile.
-    static constexpr int kEpilogueBytes = kBulkOutput ? output_buffer_bytes(kTileN) : kMathWarpgroups * kSliceBytes;
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
     // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
     static constexpr int kProducerRegisters = 56;
@@ -97,9 +79,9 @@ struct SharedStorage {
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
-    // Output on its way to global memory (Config::kEpilogueBytes), and per math warpgroup the
+    // Per math warpgroup: one 128-byte-wide slice of output on its way to global memory, and the
     // tile's bias columns as fp32 (epilogue_sm90.cuh; 256 entries, one pair per thread).
-    alignas(1024) uint8_t epilogue[Cfg::kEpilogueBytes];
+    alignas(1024) uint8_t epilogue[Cfg::kMathWarpgroups][kSliceBytes];
     float bias[Cfg::kMathWarpgroups][256];
     int32_t offsets[Cfg::kMaxExperts];
     uint32_t status;
@@ -163,9 +145,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
 }
 
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
-// k-block, releasing each stage as soon as its batch is done: with warp stores one batch stays
-// in flight (a stage is released after the next k-block's batch is issued); with bulk copies
-// each batch is awaited at once (the other warpgroup's batch keeps the tensor cores busy).
+// k-block, keeping one batch in flight and releasing each stage as soon as its batch is done.
 template <class Cfg, int kWidth>
 __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
                                           float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
@@ -186,32 +166,23 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
             Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();
-        if constexpr (Cfg::kBulkOutput) {
-            ptx::wgmma_wait<0>();
 #pragma unroll
-            for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-            if (lane == 0) ptx::mbarrier_arrive(&s.empty[stage]);
-        } else {
-#pragma unroll
-            for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-            // Keep this batch in flight; the previous one has finished reading its stage.
-            if (kb > 0) {
-                ptx::wgmma_wait<1>();
-                if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
-            }
-            previous_stage = stage;
+        for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        // Keep this batch in flight; the previous one has finished reading its stage.
+        if (kb > 0) {
+            ptx::wgmma_wait<1>();
+            if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
         }
+        previous_stage = stage;
         if (++stage == Cfg::kStages) {
             stage = 0;
             phase ^= 1;
         }
     }
-    if constexpr (!Cfg::kBulkOutput) {
-        ptx::wgmma_wait<0>();
-        if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+    ptx::wgmma_wait<0>();
+    if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
 #pragma unroll
-        for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-    }
+    for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
 }
 
 // The main loop and epilogue of a tile or piece kWidth columns wide, on the first kWidth / 2
@@ -224,11 +195,7 @@ __device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const FragmentEp
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
     main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
     begin_epilogue(epilogue, bias_pair);
-    if constexpr (Cfg::kBulkOutput) {
-        bulk_store_tile<Cfg::kTileN, kWidth>(epilogue, part, 4 * warpgroup + (threadIdx.x % 128) / 32);
-    } else {
-        store_tile<kWidth>(epilogue, part);
-    }
+    store_tile<kWidth>(epilogue, part);
 }
 
 template <class Cfg>
@@ -242,17 +209,14 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
         const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
-        if (tile.expert < 0) {
-            if constexpr (Cfg::kBulkOutput) bulk_store_drain(lane);
-            return;
-        }
+        if (tile.expert < 0) return;
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
         // The epilogue's global reads are issued now, so their latency hides behind the main loop.
         FragmentEpilogue epilogue;
         epilogue.t = epilogue_tile(args, tile.expert);
         epilogue.row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
         epilogue.n_begin = tile.n_begin;
-        epilogue.staging_addr = ptx::smem_addr(Cfg::kBulkOutput ? s.epilogue : s.epilogue + warpgroup * kSliceBytes);
+        epilogue.slice_addr = ptx::smem_addr(s.epilogue[warpgroup]);
         epilogue.bias_addr = ptx::smem_addr(s.bias[warpgroup]);
         epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
         const int64_t prob_row = epilogue.row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;

@@ -1,6 +1,5 @@
-// The SM90 kernel variants the planner chooses from: one per tile width and output write
-// (grouped_gemm_sm90.cuh, OutputWrite). Stages fill the shared memory (227 KB per CTA on SM90)
-// that the tile and its epilogue leave.
+// The SM90 kernel variants the planner chooses from: one per tile width. Stages fill the
+// shared memory (227 KB per CTA on SM90) that the tile leaves.
 #include "kernels/common/variants.h"
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 
@@ -22,24 +21,17 @@ constexpr KernelVariant sm90_variant(const char* name) {
             sm90::kSmemBytes<Cfg>,
             Cfg::kThreads,
             &sm90::prepare<Cfg>,
-            &sm90::launch<Cfg>,
-            /*bulk_output_row_bytes=*/Cfg::kBulkOutput ? sm90::output_row_bytes(Cfg::kTileN) : 0};
+            &sm90::launch<Cfg>};
 }
 
 using Tile256 = sm90::Config<256, 4>;
 using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
-using BulkTile256 = sm90::Config<256, 3, sm90::OutputWrite::kBulkCopies>;
-using BulkTile192 = sm90::Config<192, 4, sm90::OutputWrite::kBulkCopies>;
-using BulkTile128 = sm90::Config<128, 5, sm90::OutputWrite::kBulkCopies>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
-    sm90_variant<BulkTile256>("sm90_tma_wgmma_bulk_128x256x64_s3"),
-    sm90_variant<BulkTile192>("sm90_tma_wgmma_bulk_128x192x64_s4"),
-    sm90_variant<BulkTile128>("sm90_tma_wgmma_bulk_128x128x64_s5"),
 };
 
 }  // namespace

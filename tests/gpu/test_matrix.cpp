@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -67,30 +66,6 @@ CaseConfig with(CaseConfig config, int sampled_rows_per_expert, int64_t slack_ro
 // the reference is cheap.
 constexpr int kAllRows = -1;  // sampled_rows_per_expert: check every row
 
-// The two SM90 output designs (kernels/sm90/grouped_gemm_sm90.cuh, OutputWrite), as the
-// GGEMM_KERNEL name prefixes that force them: bulk copies from a whole-tile buffer, and the math
-// warps' own stores. The planner gives bulk copies only to a 16-bit D without C.
-constexpr const char* kBulkCopies = "sm90_tma_wgmma_bulk_";
-constexpr const char* kWarpStores = "sm90_tma_wgmma_128x";
-constexpr const char* kDesigns[] = {kBulkCopies, kWarpStores};
-
-// Plans created while one is alive choose only variants whose name starts with `prefix`
-// (nullptr: the planner's choice).
-class ForcedKernel {
-public:
-    explicit ForcedKernel(const char* prefix) : active_(prefix != nullptr) {
-        if (active_) setenv("GGEMM_KERNEL", prefix, 1);
-    }
-    ~ForcedKernel() {
-        if (active_) unsetenv("GGEMM_KERNEL");
-    }
-    ForcedKernel(const ForcedKernel&) = delete;
-    ForcedKernel& operator=(const ForcedKernel&) = delete;
-
-private:
-    bool active_;
-};
-
 std::vector<CaseConfig> matrix_cases() {
     std::vector<CaseConfig> cases = {
         with(one_expert(shape("1 tiny", 1, 8, 8, BF16, BF16, NONE, true, STATIC), 0, 500), kAllRows, 256),
@@ -129,10 +104,8 @@ std::string case_text(const HostCase& host_case, const char* mode) {
 }
 
 // Dense: one run against the reference. Discrete: the same data in separate allocations, against
-// the reference and bitwise against a dense run. tile_n overrides the planner's width, kernel
-// (a GGEMM_KERNEL prefix) its output design.
-void run_matrix_case(std::size_t index, bool discrete, int32_t tile_n = 0, const char* kernel = nullptr) {
-    const ForcedKernel forced(kernel);
+// the reference and bitwise against a dense run. tile_n overrides the planner's width.
+void run_matrix_case(std::size_t index, bool discrete, int32_t tile_n = 0) {
     const std::vector<CaseConfig> cases = matrix_cases();
     REQUIRE(index < cases.size());
     CaseConfig config = cases[index];
@@ -142,8 +115,7 @@ void run_matrix_case(std::size_t index, bool discrete, int32_t tile_n = 0, const
     auto start = std::chrono::steady_clock::now();
     const HostCase host_case = make_case(config);
     const double make_seconds = seconds_since(start);
-    const std::string what = case_text(host_case, discrete ? "discrete" : "dense") +
-                             (kernel != nullptr ? std::string(" kernel=") + kernel + "*" : std::string());
+    const std::string what = case_text(host_case, discrete ? "discrete" : "dense");
 
     start = std::chrono::steady_clock::now();
     const Problem problem = host_case.problem();
@@ -232,33 +204,12 @@ TEST_CASE("matrix: every case number has a test case") { CHECK(matrix_cases().si
 // of the table: N = 264 (a last column tile mostly past N, with bias and generate_c, one-shot),
 // N = 4096 with fp32 C and D, and K = 7168 on one middle expert. Each dense and discrete.
 TEST_CASE("matrix: every SM90 tile width, cases 2, 9 and 13") {
-    for (const char* design : kDesigns) {
-        for (const int32_t tile_n : {256, 192, 128}) {
-            for (const std::size_t index : {1u, 8u, 12u}) {
-                CAPTURE(tile_n);
-                run_matrix_case(index, false, tile_n, design);
-                run_matrix_case(index, true, tile_n, design);
-            }
+    for (const int32_t tile_n : {256, 192, 128}) {
+        for (const std::size_t index : {1u, 8u, 12u}) {
+            CAPTURE(tile_n);
+            run_matrix_case(index, false, tile_n);
+            run_matrix_case(index, true, tile_n);
         }
-    }
-}
-
-// Every row of the table (every C/D dtype pair, bias dtype, both schedulers, N tails) on the
-// bulk-copy design, which the planner gives only 16-bit D without C; and the warp-store design on
-// the rows the planner gives bulk copies. Dense and discrete.
-TEST_CASE("matrix: the bulk-copy output design on every case") {
-    for (std::size_t index = 0; index < matrix_cases().size(); ++index) {
-        CAPTURE(index);
-        run_matrix_case(index, false, 0, kBulkCopies);
-        run_matrix_case(index, true, 0, kBulkCopies);
-    }
-}
-
-TEST_CASE("matrix: the warp-store output design on the cases without C") {
-    for (const std::size_t index : {9u, 10u, 11u, 12u}) {
-        CAPTURE(index);
-        run_matrix_case(index, false, 0, kWarpStores);
-        run_matrix_case(index, true, 0, kWarpStores);
     }
 }
 
@@ -269,41 +220,36 @@ TEST_CASE("matrix: the warp-store output design on the cases without C") {
 TEST_CASE("matrix: the last round of tiles cut into pieces, every SM90 tile width") {
     int sm_count = 0;
     REQUIRE(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-    for (const char* design : kDesigns) {
-        const ForcedKernel forced(design);
-        for (const int32_t tile_n : {256, 192, 128}) {
-            const int64_t column_blocks = (520 + tile_n - 1) / tile_n;
-            int64_t rows = 256;
-            ggemm::TailSplit split{0, 1};
-            for (;; rows += 256) {
-                const int64_t tiles = rows / 128 * column_blocks;
-                split = ggemm::choose_tail_split(tiles, sm_count, tile_n, ggemm::kMaxPieces);
-                if (split.pieces > 1 && split.first_piece >= sm_count) break;
-            }
-            for (const int32_t scheduler : {STATIC, DYNAMIC}) {
-                const CaseConfig tail = shape("tail pieces", 3, 520, 72, BF16, BF16, NONE, false, scheduler);
-                CaseConfig config = with(one_expert(tail, 1, rows), kAllRows, 0);
-                config.tile_n = tile_n;
-                config.seed = mix_seed(4000, static_cast<std::size_t>(tile_n + scheduler));
-                const HostCase host_case = make_case(config);
-                REQUIRE(host_case.m == rows);  // every tile of M is real: the split lands on real tiles
-                const Problem problem = host_case.problem();
-                const Result reference = reference_for(host_case, problem);
-                Stream stream;
-                CaseBuffers buffers(host_case, /*dense=*/true, /*discrete=*/true);
-                std::ostringstream what;
-                what << case_text(host_case, "dense") << " kernel=" << design << "* tile_n=" << tile_n
-                     << " split at item " << split.first_piece << " into " << split.pieces << " pieces";
-                const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
-                std::string summary;
-                verify_run(what.str(), host_case, problem, reference, dense, 0, 0, &summary);
-                const DeviceOutputs discrete =
-                    run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
-                if (same_bits(what.str() + " discrete vs dense", discrete, dense)) {
-                    summary += ", discrete bitwise equal";
-                }
-                MESSAGE(what.str() << ": " << summary);
-            }
+    for (const int32_t tile_n : {256, 192, 128}) {
+        const int64_t column_blocks = (520 + tile_n - 1) / tile_n;
+        int64_t rows = 256;
+        ggemm::TailSplit split{0, 1};
+        for (;; rows += 256) {
+            const int64_t tiles = rows / 128 * column_blocks;
+            split = ggemm::choose_tail_split(tiles, sm_count, tile_n, ggemm::kMaxPieces);
+            if (split.pieces > 1 && split.first_piece >= sm_count) break;
+        }
+        for (const int32_t scheduler : {STATIC, DYNAMIC}) {
+            CaseConfig config = with(one_expert(shape("tail pieces", 3, 520, 72, BF16, BF16, NONE, false, scheduler),
+                                                1, rows),
+                                     kAllRows, 0);
+            config.tile_n = tile_n;
+            config.seed = mix_seed(4000, static_cast<std::size_t>(tile_n + scheduler));
+            const HostCase host_case = make_case(config);
+            REQUIRE(host_case.m == rows);  // every tile of M is real: the split lands on real tiles
+            const Problem problem = host_case.problem();
+            const Result reference = reference_for(host_case, problem);
+            Stream stream;
+            CaseBuffers buffers(host_case, /*dense=*/true, /*discrete=*/true);
+            std::ostringstream what;
+            what << case_text(host_case, "dense") << " tile_n=" << tile_n << " split at item " << split.first_piece
+                 << " into " << split.pieces << " pieces";
+            const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
+            std::string summary;
+            verify_run(what.str(), host_case, problem, reference, dense, 0, 0, &summary);
+            const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
+            if (same_bits(what.str() + " discrete vs dense", discrete, dense)) summary += ", discrete bitwise equal";
+            MESSAGE(what.str() << ": " << summary);
         }
     }
 }
@@ -316,26 +262,22 @@ TEST_CASE("sanitizer: small matrix, dense and discrete") {
         one_expert(shape("san fp32 bias", 3, 8, 8, FP32, FP16, FP32, true, STATIC), 1, 300),
     };
     std::size_t index = 0;
-    for (const char* design : kDesigns) {
-        for (CaseConfig config : small_cases) {
-            const ForcedKernel forced(design);
-            config.seed = mix_seed(3000, index % 3);
-            if (index++ % 3 == 1) config.c_buffer_when_unused = false;
-            const HostCase host_case = make_case(config);
-            const Problem problem = host_case.problem();
-            const Result reference = reference_for(host_case, problem);
-            Stream stream;
-            CaseBuffers buffers(host_case, true, true);
-            const std::string what = case_text(host_case, "dense+discrete") + " kernel=" + design + "*";
-            const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, config.scheduler, stream);
-            const DeviceOutputs discrete =
-                run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, config.scheduler, stream);
-            std::string dense_summary, discrete_summary;
-            verify_run(what + " dense", host_case, problem, reference, dense, 0, 0, &dense_summary);
-            verify_run(what + " discrete", host_case, problem, reference, discrete, 0, 0, &discrete_summary);
-            same_bits(what + " discrete vs dense", discrete, dense);
-            MESSAGE(what << ": dense " << dense_summary << "; discrete " << discrete_summary);
-        }
+    for (CaseConfig config : small_cases) {
+        config.seed = mix_seed(3000, index++);
+        if (index == 2) config.c_buffer_when_unused = false;
+        const HostCase host_case = make_case(config);
+        const Problem problem = host_case.problem();
+        const Result reference = reference_for(host_case, problem);
+        Stream stream;
+        CaseBuffers buffers(host_case, true, true);
+        const std::string what = case_text(host_case, "dense+discrete");
+        const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, config.scheduler, stream);
+        const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, config.scheduler, stream);
+        std::string dense_summary, discrete_summary;
+        verify_run(what + " dense", host_case, problem, reference, dense, 0, 0, &dense_summary);
+        verify_run(what + " discrete", host_case, problem, reference, discrete, 0, 0, &discrete_summary);
+        same_bits(what + " discrete vs dense", discrete, dense);
+        MESSAGE(what << ": dense " << dense_summary << "; discrete " << discrete_summary);
     }
 }
 

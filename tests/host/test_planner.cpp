@@ -46,7 +46,7 @@ TEST_CASE("score: column use is N over the padded N") {
     CHECK(score.width_in_table);
     CHECK(score.grid == 132);
     CHECK(score.total == doctest::Approx(score.width_efficiency * score.column_use * score.tile_m_factor *
-                                         score.cluster_factor * score.grid_use * score.output_write));
+                                         score.cluster_factor * score.grid_use));
     // A width missing from the table is scored with the assumed efficiency, and said so.
     const ggemm::VariantScore odd = ggemm::score_variant(variant("odd", 90, 128, 96, 1), 5760, 132, 0);
     CHECK_FALSE(odd.width_in_table);
@@ -263,35 +263,4 @@ TEST_CASE("planner: every plan gets its own serial, never 0 (it keys execute's w
     CHECK(first.serial != 0);
     CHECK(second.serial != 0);
     CHECK(first.serial != second.serial);
-}
-
-TEST_CASE("output write: bulk copies win in one pass, lose from two, and a name prefix forces a design") {
-    ggemm::KernelVariant warp = variant("sm90_warp_128x256", 90, 128, 256, 1);
-    ggemm::KernelVariant bulk = variant("sm90_bulk_128x256", 90, 128, 256, 1, 3);
-    bulk.bulk_output_row_bytes = 512;
-    CHECK(ggemm::output_passes(warp, {2, 0}) == 0);
-    CHECK(ggemm::output_passes(bulk, {2, 0}) == 1);
-    CHECK(ggemm::output_passes(bulk, {4, 0}) == 2);
-    CHECK(ggemm::output_passes(bulk, {2, 4}) == 3);
-    CHECK(ggemm::score_variant(bulk, 4096, 132, 0, {2, 0}).total >
-          ggemm::score_variant(warp, 4096, 132, 0, {2, 0}).total);
-    CHECK(ggemm::score_variant(bulk, 4096, 132, 0, {4, 0}).total <
-          ggemm::score_variant(warp, 4096, 132, 0, {4, 0}).total);
-    CHECK(ggemm::score_variant(bulk, 4096, 132, 0, {2, 2}).total <
-          ggemm::score_variant(warp, 4096, 132, 0, {2, 2}).total);
-
-    const std::vector<ggemm::KernelVariant> variants = {warp, bulk};
-    ggemm_plan_desc desc = valid_desc();
-    desc.n = 4096;
-    ggemm_plan plan;
-    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_bulk_128x256");
-    CHECK(plan.description.find("bulk copies, 1 pass") != std::string::npos);
-    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "sm90_warp") == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warp_128x256");
-    CHECK(plan.description.find("does not start with GGEMM_KERNEL=sm90_warp") != std::string::npos);
-    desc.d_dtype = GGEMM_DTYPE_FP32;
-    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warp_128x256");
-    CHECK(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "sm100") == GGEMM_ERROR_UNSUPPORTED_CONFIG);
 }

@@ -7,8 +7,7 @@
 // write `_`), so equal machine code is the meaningful test. Never linked, never run.
 //
 // No cuda::ptx counterpart, so not cross-checked here (check_sass.sh still assembles them):
-//   tma_prefetch_map (prefetch.tensormap), named_barrier_sync (bar.sync) and stmatrix_x4
-//   (stmatrix, ptx/stmatrix.h). cluster_cta_rank /
+//   tma_prefetch_map (prefetch.tensormap) and named_barrier_sync (bar.sync). cluster_cta_rank /
 //   cluster_num_ctas are plain special-register moves with no synchronization to compare.
 #include <cuda.h>
 
@@ -189,31 +188,6 @@ extern "C" __global__ void ours_tma_store_wait_read_1() {
 extern "C" __global__ void cccl_tma_store_wait_read_1() {
     cp::cp_async_bulk_commit_group();
     cp::cp_async_bulk_wait_group_read(cp::n32_t<1>{});
-}
-
-// The bulk-copy epilogue's sequence: one plain bulk copy per row, close the group, and at exit
-// wait for the whole group (global writes included).
-extern "C" __global__ void ours_bulk_copy_commit_wait(void* dst, uint32_t bytes) {
-    __shared__ alignas(128) uint8_t row[1024];
-    ours::bulk_copy_shared_to_global(dst, ours::smem_addr(row), bytes);
-    ours::tma_store_commit();
-    ours::bulk_wait<0>();
-}
-extern "C" __global__ void cccl_bulk_copy_commit_wait(void* dst, uint32_t bytes) {
-    __shared__ alignas(128) uint8_t row[1024];
-    cp::cp_async_bulk(cp::space_global, cp::space_shared, dst, row, bytes);
-    cp::cp_async_bulk_commit_group();
-    cp::cp_async_bulk_wait_group(cp::n32_t<0>{});
-}
-
-// A non-zero group count, so a wrong immediate in wait_group shows as a different DEPBAR.
-extern "C" __global__ void ours_bulk_wait_2() {
-    ours::tma_store_commit();
-    ours::bulk_wait<2>();
-}
-extern "C" __global__ void cccl_bulk_wait_2() {
-    cp::cp_async_bulk_commit_group();
-    cp::cp_async_bulk_wait_group(cp::n32_t<2>{});
 }
 
 extern "C" __global__ void ours_tensormap_replace_global_address(CUtensorMap* global_map, uint64_t address) {

@@ -1,5 +1,5 @@
 // Compile-only: kernels that call every wrapper of ptx/mbarrier.h, tma.h, fence.h, cluster.h,
-// barrier.h, smem.h, stmatrix.h and wgmma.h, including forms the SM90 kernel does not use yet (multicast loads, TMA
+// barrier.h and wgmma.h, including forms the SM90 kernel does not use yet (multicast loads, TMA
 // stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
 // elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
 // the SASS each wrapper must produce. Never linked, never run.
@@ -12,7 +12,6 @@
 #include "ptx/fence.h"
 #include "ptx/mbarrier.h"
 #include "ptx/smem.h"
-#include "ptx/stmatrix.h"
 #include "ptx/tma.h"
 #include "ptx/wgmma.h"
 
@@ -43,9 +42,6 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         tma_store_2d(&map, tile, 0, 0);
         tma_store_commit();
         tma_store_wait_read<0>();
-        bulk_copy_shared_to_global(out, smem_addr(tile), 512);
-        tma_store_commit();
-        bulk_wait<0>();
         tensormap_replace_global_address(global_map, reinterpret_cast<uint64_t>(out));
         fence_proxy_tensormap_release();
         fence_proxy_tensormap_acquire(global_map);
@@ -56,9 +52,6 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     st_shared_b32(slot, threadIdx.x);
     st_shared_v2_b32(slot + 8, threadIdx.x, out[1]);
     named_barrier_sync(1, 128);
-    warp_sync();
-    // ptx/stmatrix.h: one warp-wide store of four 8 x 8 matrices (STSM).
-    stmatrix_x4(smem_addr(tile) + 16 * (threadIdx.x % 32), threadIdx.x, out[1], out[0], threadIdx.x ^ 7u);
     warp_sync();
     const uint2 pair = ld_shared_v2_b32(slot ^ 16);
     const uint4 quad = ld_shared_v4_b32(slot ^ 32);
