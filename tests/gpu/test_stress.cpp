@@ -162,9 +162,10 @@ TEST_CASE("soak: ten thousand graph replays with new offsets and data and weight
     for (int replay = 1; replay <= kReplays; ++replay) {
         const bool full_check = replay % kCheckEvery == 0;
         const bool inject = replay % 1000 == 550;  // never a checked replay: those draw new data
-        // The set the pointer array names: alternating, and at each checked replay the set that
-        // just received the new weights while the other still holds older ones.
-        const int set = full_check ? (replay / kCheckEvery) % 2 : replay % 2;
+        // The set the pointer array names: alternating, except on checked replays, which name
+        // the set that received the latest weights (at the last full check) while the other
+        // still holds older ones.
+        const int set = (full_check || inject) ? (replay / kCheckEvery) % 2 : replay % 2;
         if (full_check) {
             refresh_case(host_case, mix_seed(9200, static_cast<uint64_t>(replay)), false);
             if (set == 0) {
