@@ -8,14 +8,10 @@
 #include <cuda.h>  // CUtensorMap (a type only: the library does not link libcuda)
 #include <cuda_runtime_api.h>
 
-#include "tail_split.h"
+#include "kernels/common/contract.h"
+#include "kernels/common/tail_split.h"
 
 namespace ggemm {
-
-// Same values as GGEMM_DTYPE_* in include/ggemm.h (checked by a static_assert in src/).
-enum DType : int32_t { kDTypeNone = 0, kBF16 = 1, kFP16 = 2, kFP32 = 3 };
-enum WeightMode : int32_t { kDense = 0, kDiscrete = 1 };
-enum Scheduler : int32_t { kStatic = 0, kDynamic = 1 };
 
 // Per-call arguments of the kernel, by value. Pointers are device pointers.
 struct KernelArgs {

@@ -72,7 +72,7 @@ struct Config {
     static constexpr int kThreads = 32 * 6;
     static constexpr int kTileRing = 2;           // tiles published ahead to the MMA and epilogue
     static constexpr int kGroupM = 16;            // row blocks per raster group, as SM90
-    static constexpr int kMaxExperts = 1024;
+    static constexpr int kMaxExperts = ggemm::kMaxExperts;  // sizes the shared copy of the offsets
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;  // per CTA and stage
     static constexpr uint32_t kBBytes = kBRows * kBlockK * 2;
     // What the (leader's) full barrier of a stage receives: both CTAs' loads for a pair.

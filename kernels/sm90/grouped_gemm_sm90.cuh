@@ -41,7 +41,7 @@ struct Config {
     static constexpr int kRowsPerWarpgroup = kTileM / kMathWarpgroups;
     static constexpr int kTileRing = 2;         // tiles published ahead to the math warpgroups
     static constexpr int kGroupM = 16;          // row blocks per raster group (even: see scheduler.h)
-    static constexpr int kMaxExperts = 1024;
+    static constexpr int kMaxExperts = ggemm::kMaxExperts;  // sizes the shared copy of the offsets
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
