@@ -27,11 +27,11 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
-#include "device_fill.h"
-#include "host_parts.h"
+#include "bench/device_fill.h"
+#include "bench/host_parts.h"
 #include "ggemm.h"
-#include "suite.h"
-#include "workload.h"
+#include "bench/suite.h"
+#include "bench/workload.h"
 
 #ifndef GGEMM_BENCH_DEFAULT_SHAPES
 #define GGEMM_BENCH_DEFAULT_SHAPES "bench/moe_shapes.json"

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "kernels/common/workspace.h"
+#include "src/workspace.h"
 #include "src/error.h"
 
 namespace ggemm {

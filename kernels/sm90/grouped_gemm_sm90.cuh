@@ -19,13 +19,12 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
-#include "kernels/common/launch.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
-#include "ptx/barrier.h"
-#include "ptx/fence.h"
-#include "ptx/mbarrier.h"
-#include "ptx/tma.h"
-#include "ptx/wgmma.h"
+#include "ptx/barrier.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
 
 namespace ggemm::sm90 {
 
@@ -283,17 +282,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         compute<Cfg>(s, args, warpgroup - 1);
     }
 #endif
-}
-
-template <class Cfg>
-cudaError_t prepare() {
-    return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                kSmemBytes<Cfg>);
-}
-
-template <class Cfg>
-cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
-    return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
 }
 
 }  // namespace ggemm::sm90

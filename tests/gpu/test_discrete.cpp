@@ -3,7 +3,7 @@
 // compute-sanitizer.
 #include <doctest/doctest.h>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

@@ -1,6 +1,6 @@
 // The host reference: conversions, offsets rules and the multithreaded grouped GEMM.
 // Compiled with -ffp-contract=off: every float operation below rounds where it is written.
-#include "reference.h"
+#include "tests/support/reference.h"
 
 #include <algorithm>
 #include <atomic>
