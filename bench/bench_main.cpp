@@ -281,7 +281,7 @@ void register_benchmarks(const std::vector<MoeCase>& suite, const Options& optio
             add_device("suite/" + c.name + "/" + scheduler_name(other), c, v);
         }
     }
-    // Discrete weights on every case: issue 5 asks for within 3 % of the dense suite/ numbers.
+    // Discrete weights on every case, to compare with the dense suite/ numbers of the same run.
     for (const MoeCase& c : suite) {
         Variant v = base;
         v.discrete = true;

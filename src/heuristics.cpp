@@ -18,7 +18,7 @@ const TileWidthEfficiency kTileWidthEfficiency[] = {
 };
 const int kTileWidthEfficiencyCount = sizeof kTileWidthEfficiency / sizeof kTileWidthEfficiency[0];
 
-// Single-CTA 128-row tiles first: they are what ran on the H200 (docs/PERFORMANCE.md). The SM100
+// Single-CTA 128-row tiles first: they are what has run on an H200 (docs/PERFORMANCE.md). The SM100
 // CTA-pair kernels (256 rows, cluster 2) have never run on hardware, so they are chosen only
 // through the tile_m / cluster_m overrides, or when nothing else fits, until they have.
 const Preference kTileMPreference[] = {{128, 1.00}, {256, 0.97}};
