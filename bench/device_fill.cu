@@ -1,4 +1,4 @@
-#include "device_fill.h"
+#include "bench/device_fill.h"
 
 #include <cuda_bf16.h>
 

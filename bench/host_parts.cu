@@ -23,9 +23,9 @@
 //                                        work of their own kind, as host/execute/*'s GEMMs do
 //   host/parts/launch_kernel_handle_80us/400B  the same launched by its context-free CUkernel
 //                                        (cudaGetKernel), the handle ggemm launches with
-#include "host_parts.h"
+#include "bench/host_parts.h"
 
-#include "device_fill.h"
+#include "bench/device_fill.h"
 
 #include "kernels/common/params.h"  // sizeof(KernelArgs) only
 
@@ -74,7 +74,7 @@ struct KernelArgsBytes {
     alignas(8) unsigned char bytes[sizeof(ggemm::KernelArgs)];
 };
 
-// The dynamic shared memory of the 128 x 256 SM90 kernel (kernels/sm90/variants.cu, its plan's
+// The dynamic shared memory of the 128 x 256 SM90 kernel (src/variants_sm90.cu, its plan's
 // description), above the 48 KB default: the launch carries an opt-in size.
 constexpr int kGemmSmemBytes = 222208;
 

@@ -1,11 +1,12 @@
-#include "suite.h"
+#include "bench/suite.h"
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
-#include "json_lite.h"
+#include <nlohmann/json.hpp>
+
+#include "ggemm.h"
 
 namespace ggemm_bench {
 
@@ -21,22 +22,26 @@ int32_t MoeCase::active_experts() const {
 
 namespace {
 
+using Json = nlohmann::json;
+
 [[noreturn]] void bad_case(const std::string& path, const std::string& name, const std::string& what) {
     throw std::runtime_error(path + ": case '" + name + "': " + what);
 }
 
-const JsonValue& member(const JsonValue& object, const char* key, JsonValue::Kind kind,
-                        const std::string& path, const std::string& name) {
-    const JsonValue* value = object.find(key);
-    if (!value || value->kind != kind) bad_case(path, name, std::string("missing or mistyped '") + key + "'");
+// The member `key` of a case: a number when `array` is false, else an array.
+const Json& member(const Json& entry, const char* key, bool array, const std::string& path, const std::string& name) {
+    const auto value = entry.find(key);
+    if (value == entry.end() || (array ? !value->is_array() : !value->is_number()))
+        bad_case(path, name, std::string("missing or mistyped '") + key + "'");
     return *value;
 }
 
-int64_t integer(const JsonValue& value, const std::string& path, const std::string& name, const char* key) {
-    if (value.kind != JsonValue::kNumber || value.number != std::floor(value.number) ||
-        std::fabs(value.number) > 9.0e15)
+int64_t integer(const Json& value, const std::string& path, const std::string& name, const char* key) {
+    if (value.is_number_integer()) return value.get<int64_t>();
+    const double number = value.is_number_float() ? value.get<double>() : 0.5;
+    if (number != std::floor(number) || std::fabs(number) > 9.0e15)
         bad_case(path, name, std::string("'") + key + "' holds a non-integer");
-    return static_cast<int64_t>(value.number);
+    return static_cast<int64_t>(number);
 }
 
 }  // namespace
@@ -44,25 +49,26 @@ int64_t integer(const JsonValue& value, const std::string& path, const std::stri
 std::vector<MoeCase> load_suite(const std::string& path) {
     std::ifstream file(path);
     if (!file) throw std::runtime_error("cannot open the shape suite '" + path + "'");
-    std::stringstream text;
-    text << file.rdbuf();
-    JsonValue root = parse_json(text.str());
-    const JsonValue* cases = root.find("cases");
-    if (!cases || cases->kind != JsonValue::kArray)
-        throw std::runtime_error(path + ": no 'cases' array");
+    Json root;
+    try {
+        root = Json::parse(file);
+    } catch (const Json::parse_error& error) {
+        throw std::runtime_error(path + ": " + error.what());
+    }
+    const auto cases = root.is_object() ? root.find("cases") : root.end();
+    if (cases == root.end() || !cases->is_array()) throw std::runtime_error(path + ": no 'cases' array");
 
     std::vector<MoeCase> suite;
-    for (const JsonValue& entry : cases->array) {
+    for (const Json& entry : *cases) {
         MoeCase c;
-        const JsonValue* name = entry.find("name");
-        if (!name || name->kind != JsonValue::kString) throw std::runtime_error(path + ": a case has no name");
-        c.name = name->string;
-        c.experts = static_cast<int32_t>(integer(member(entry, "experts", JsonValue::kNumber, path, c.name), path, c.name, "experts"));
-        c.n = integer(member(entry, "n", JsonValue::kNumber, path, c.name), path, c.name, "n");
-        c.k = integer(member(entry, "k", JsonValue::kNumber, path, c.name), path, c.name, "k");
-        for (const JsonValue& v : member(entry, "rows", JsonValue::kArray, path, c.name).array)
-            c.rows.push_back(integer(v, path, c.name, "rows"));
-        for (const JsonValue& v : member(entry, "padded_offsets", JsonValue::kArray, path, c.name).array)
+        if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string())
+            throw std::runtime_error(path + ": a case has no name");
+        c.name = entry["name"].get<std::string>();
+        c.experts = static_cast<int32_t>(integer(member(entry, "experts", false, path, c.name), path, c.name, "experts"));
+        c.n = integer(member(entry, "n", false, path, c.name), path, c.name, "n");
+        c.k = integer(member(entry, "k", false, path, c.name), path, c.name, "k");
+        for (const Json& v : member(entry, "rows", true, path, c.name)) c.rows.push_back(integer(v, path, c.name, "rows"));
+        for (const Json& v : member(entry, "padded_offsets", true, path, c.name))
             c.padded_offsets.push_back(static_cast<int32_t>(integer(v, path, c.name, "padded_offsets")));
 
         // The suite must describe a valid problem, or every number measured on it is moot.
@@ -71,7 +77,7 @@ std::vector<MoeCase> load_suite(const std::string& path) {
                                        " entries for " + std::to_string(c.experts) + " experts");
         int32_t previous = 0;
         for (int32_t end : c.padded_offsets) {
-            if (end < previous || end % 256 != 0)
+            if (end < previous || end % GGEMM_ROW_ALIGNMENT != 0)
                 bad_case(path, c.name, "padded_offsets must be nondecreasing multiples of 256, got " +
                                            std::to_string(end) + " after " + std::to_string(previous));
             previous = end;

@@ -1,10 +1,10 @@
-#include "workload.h"
+#include "bench/workload.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
-#include "device_fill.h"
+#include "bench/device_fill.h"
 
 namespace ggemm_bench {
 

@@ -12,7 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ggemm.h"
-#include "suite.h"
+#include "bench/suite.h"
 
 namespace ggemm_bench {
 

@@ -5,7 +5,7 @@
  * The whole public API. C99, fixed-width types only, no CUDA headers: the stream is
  * `struct CUstream_st*`, the same type as `cudaStream_t` and `CUstream`.
  *
- * The operation (see docs/API.md and CONTRACT.md for every detail): L experts own contiguous
+ * The operation (docs/API.md states it in full): L experts own contiguous
  * row ranges of A given by `padded_offsets` (exclusive cumulative ends, each a multiple of 256).
  * For row r of expert g and column n:
  *
@@ -101,6 +101,10 @@ GGEMM_API ggemm_status_t ggemm_last_error_message(char* buffer, uint64_t buffer_
 
 #define GGEMM_SCHEDULER_STATIC  0 /* fixed assignment of tiles over a persistent grid */
 #define GGEMM_SCHEDULER_DYNAMIC 1 /* tiles claimed from a counter in the workspace */
+
+/* Limits of the operation. */
+#define GGEMM_MAX_EXPERTS   1024 /* num_experts is 1..GGEMM_MAX_EXPERTS */
+#define GGEMM_ROW_ALIGNMENT 256  /* M, m_capacity and every padded offset are multiples of this */
 
 /* ---------------------------------------------------------------------------------------------
  * Plan descriptor. Size-first: set struct_size to sizeof as your header knows it (the

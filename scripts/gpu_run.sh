@@ -10,10 +10,10 @@
 #   (default: all six, in that order)
 #
 # environment:
-#   OUT               results folder (the device tool sets it; default ./out, which git ignores)
+#   OUT               results folder (default ./out, which git ignores)
 #   GGEMM_COMMIT      the commit measured (used over git rev-parse when set)
-#   GGEMM_DEADLINE_S  seconds after the start by which every stage must end (default 570: one
-#                     device command may run 600 s); no stage starts with under 30 s left
+#   GGEMM_DEADLINE_S  seconds after the start by which every stage must end (default 570); no
+#                     stage starts with under 30 s left
 #   <STAGE>_TIMEOUT_S cap of one stage, e.g. BUILD_TIMEOUT_S (defaults below)
 #   BUILD_DIR         default build-gpu
 #   CMAKE_ARGS        extra configure arguments, e.g. -DGGEMM_DEBUG_BARRIERS=ON
@@ -105,8 +105,10 @@ doctest_line() {
 }
 
 # --- environment ----------------------------------------------------------------------------------
-# doctest and Google Benchmark come as Debian packages carried in .deps (fetch-debs.sh);
-# unpacked under /tmp/deps, never into /.
+# On a machine without network access, the Debian packages the build needs can be carried in
+# .deps/ (git ignores it), fetched beforehand on a Debian machine with
+#   apt-get download doctest-dev libbenchmark-dev libbenchmark1debian nlohmann-json3-dev
+# They are unpacked under /tmp/deps, never into /.
 if compgen -G ".deps/*.deb" >/dev/null; then
   if [ ! -f /tmp/deps/.unpacked ]; then
     mkdir -p /tmp/deps
@@ -115,7 +117,7 @@ if compgen -G ".deps/*.deb" >/dev/null; then
   fi
   DEPS_NOTE="deps from .deps"
 else
-  DEPS_NOTE="no .deps carried: doctest/benchmark must already be installed"
+  DEPS_NOTE="no .deps carried: doctest, Google Benchmark and nlohmann-json must already be installed"
 fi
 export CPATH=/tmp/deps/usr/include${CPATH:+:$CPATH}
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -150,7 +152,7 @@ pack_logs
 stage_build() {
   # shellcheck disable=SC2086  # CMAKE_ARGS is a list of arguments
   run_logged build.log cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DGGEMM_BUILD_BENCH=ON -DCMAKE_PREFIX_PATH=/tmp/deps/usr $CMAKE_ARGS
+    -DGGEMM_BUILD_BENCH=ON -DGGEMM_PTXAS_VERBOSE=ON -DCMAKE_PREFIX_PATH=/tmp/deps/usr $CMAKE_ARGS
   local rc=$?
   if ((rc != 0)); then
     NOTE="configure failed: $(grep -m1 -iE "error" "$OUT/build.log" | cut -c1-200)"

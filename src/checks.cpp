@@ -23,9 +23,9 @@ ggemm_status_t check_offsets(const int32_t* host_offsets, int32_t num_experts, i
     if (host_offsets == nullptr) return fail(GGEMM_ERROR_NULL_ARGUMENT, "host_offsets is NULL");
     ggemm_status_t status = check_num_experts(num_experts);
     if (status != GGEMM_SUCCESS) return status;
-    if (m < 0 || m % kRowAlignment != 0) {
+    if (m < 0 || m % kSegmentAlignment != 0) {
         return fail(GGEMM_ERROR_INVALID_SHAPE, "m must be a non-negative multiple of %lld, got %lld",
-                    static_cast<long long>(kRowAlignment), static_cast<long long>(m));
+                    static_cast<long long>(kSegmentAlignment), static_cast<long long>(m));
     }
     // The same rules, in the same order, as the kernel's GGEMM_DEVICE_STATUS_OFFSET_* bits.
     for (int32_t expert = 0; expert < num_experts; ++expert) {
@@ -33,9 +33,9 @@ ggemm_status_t check_offsets(const int32_t* host_offsets, int32_t num_experts, i
         if (end < 0) {
             return fail(GGEMM_ERROR_BAD_OFFSETS, "padded_offsets[%d] = %d is negative", expert, end);
         }
-        if (end % kRowAlignment != 0) {
+        if (end % kSegmentAlignment != 0) {
             return fail(GGEMM_ERROR_BAD_OFFSETS, "padded_offsets[%d] = %d is not a multiple of %lld",
-                        expert, end, static_cast<long long>(kRowAlignment));
+                        expert, end, static_cast<long long>(kSegmentAlignment));
         }
         if (expert > 0 && end < host_offsets[expert - 1]) {
             return fail(GGEMM_ERROR_BAD_OFFSETS,

@@ -1,5 +1,6 @@
-// cuLaunchKernelEx with a context-free kernel handle (kernels/common/driver_launch.h).
-#include "kernels/common/driver_launch.h"
+// cuLaunchKernelEx with a context-free kernel handle (src/driver_launch.h).
+#include "src/driver_launch.h"
+#include "src/launch_test_hooks.h"
 
 #include <atomic>
 

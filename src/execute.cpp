@@ -4,7 +4,7 @@
 // needed, the launch), the launch most of it (bench host/parts/*).
 #include "src/execute.h"
 
-#include "kernels/common/workspace.h"
+#include "src/workspace.h"
 #include "src/driver_api.h"
 #include "src/error.h"
 #include "src/pointer_oracle.h"
@@ -138,7 +138,7 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     }
     if (args.m == 0) return GGEMM_SUCCESS;
 
-    // The dynamic scheduler claims tiles from the counter (kernels/common/workspace.h): it must
+    // The dynamic scheduler claims tiles from the counter (src/workspace.h): it must
     // read zero at every launch, in stream order.
     if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC) {
         const cudaError_t error = cudaMemsetAsync(args.workspace, 0, kWorkspaceCounterBytes, stream);
@@ -151,7 +151,7 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     params.args = make_kernel_args(plan, args);
     params.b_ptrs = desc.weight_mode == GGEMM_WEIGHTS_DISCRETE ? args.b_ptrs : nullptr;
     params.grid = plan.grid;
-    // Every variant's launch (kernels/common/launch.cuh) returns its own launch's error: asking
+    // Every variant's launch (src/launch.cuh) returns its own launch's error: asking
     // cudaGetLastError after a success could report an older error for work that was enqueued.
     const cudaError_t error = variant.launch(params, stream);
     if (error != cudaSuccess) {

@@ -10,13 +10,15 @@ const TileWidthEfficiency kTileWidthEfficiency[] = {
     // best, N=192 is close, N=128 pays for twice the A traffic per output column of N=256.
     {90, 256, 1.00},  {90, 224, 0.99}, {90, 192, 0.985}, {90, 160, 0.95}, {90, 128, 0.92},
     {90, 64, 0.80},
-    // Blackwell: tcgen05.mma accumulates in TMEM (512 columns), same reuse argument.
+    // Blackwell: an ESTIMATE, never measured on SM100 (no SM100 GPU has run these kernels,
+    // docs/SM100.md). The rows copy Hopper's on the same reuse argument: tcgen05.mma
+    // accumulates in TMEM (512 columns) and a wider tile reads A once for more output columns.
     {100, 256, 1.00}, {100, 224, 0.99}, {100, 192, 0.985}, {100, 160, 0.95}, {100, 128, 0.92},
     {100, 64, 0.80},
 };
 const int kTileWidthEfficiencyCount = sizeof kTileWidthEfficiency / sizeof kTileWidthEfficiency[0];
 
-// Single-CTA 128-row tiles first: they are what ran on the H200 (docs/PERFORMANCE.md). The SM100
+// Single-CTA 128-row tiles first: they are what has run on an H200 (docs/PERFORMANCE.md). The SM100
 // CTA-pair kernels (256 rows, cluster 2) have never run on hardware, so they are chosen only
 // through the tile_m / cluster_m overrides, or when nothing else fits, until they have.
 const Preference kTileMPreference[] = {{128, 1.00}, {256, 0.97}};

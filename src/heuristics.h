@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "kernels/common/params.h"
+#include "src/kernel_variant.h"
 
 namespace ggemm {
 

@@ -8,8 +8,8 @@
 #include <cuda_runtime_api.h>
 #include <vector>
 
-#include "kernels/common/variants.h"
-#include "kernels/common/workspace.h"
+#include "src/variants.h"
+#include "src/workspace.h"
 #include "src/error.h"
 #include "src/heuristics.h"
 #include "src/tensor_map.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ggemm.h"
-#include "kernels/common/params.h"
+#include "src/kernel_variant.h"
 #include "src/device.h"
 
 struct ggemm_plan {

@@ -9,7 +9,7 @@
 
 namespace ggemm {
 
-// One driver call for the three facts (about half the runtime call's cost on the H200 machines,
+// One driver call for the three facts (about half the runtime call's cost on H200 machines,
 // bench host/parts/*). Unlike cuPointerGetAttribute, it answers CUDA_SUCCESS with zeroed
 // values for memory CUDA does not know (pageable host memory, a freed allocation), as
 // cudaPointerGetAttributes answers cudaMemoryTypeUnregistered. False: ask the runtime.

@@ -5,19 +5,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/common/params.h"
 #include "src/error.h"
 
 namespace ggemm {
-
-// The public enumerations are the kernel's enumerations: values pass through unconverted.
-static_assert(GGEMM_DTYPE_NONE == kDTypeNone && GGEMM_DTYPE_BF16 == kBF16 &&
-                  GGEMM_DTYPE_FP16 == kFP16 && GGEMM_DTYPE_FP32 == kFP32,
-              "GGEMM_DTYPE_* must equal ggemm::DType");
-static_assert(GGEMM_WEIGHTS_DENSE == kDense && GGEMM_WEIGHTS_DISCRETE == kDiscrete,
-              "GGEMM_WEIGHTS_* must equal ggemm::WeightMode");
-static_assert(GGEMM_SCHEDULER_STATIC == kStatic && GGEMM_SCHEDULER_DYNAMIC == kDynamic,
-              "GGEMM_SCHEDULER_* must equal ggemm::Scheduler");
 
 // The minimum sizes end exactly where the optional fields begin.
 static_assert(GGEMM_PLAN_DESC_MIN_SIZE == offsetof(ggemm_plan_desc, tile_m),

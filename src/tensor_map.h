@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "ggemm.h"
-#include "kernels/common/params.h"
+#include "src/kernel_variant.h"
 
 namespace ggemm {
 

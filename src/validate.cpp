@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "kernels/common/workspace.h"
+#include "src/workspace.h"
 #include "src/error.h"
 
 namespace ggemm {
@@ -107,13 +107,13 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
         return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->num_experts (L) must be in 1..%d, got %d",
                     kMaxExperts, desc.num_experts);
     }
-    if (desc.m_capacity < kRowAlignment) {
+    if (desc.m_capacity < kSegmentAlignment) {
         return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be >= %lld, got %lld",
-                    (ll)kRowAlignment, (ll)desc.m_capacity);
+                    (ll)kSegmentAlignment, (ll)desc.m_capacity);
     }
-    if (desc.m_capacity % kRowAlignment != 0) {
+    if (desc.m_capacity % kSegmentAlignment != 0) {
         return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be a multiple of %lld, got %lld",
-                    (ll)kRowAlignment, (ll)desc.m_capacity);
+                    (ll)kSegmentAlignment, (ll)desc.m_capacity);
     }
     if (desc.m_capacity > kMaxMCapacity) {
         return fail(GGEMM_ERROR_INVALID_SHAPE,
@@ -217,9 +217,9 @@ ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int
     }
     // --- M --------------------------------------------------------------------------------
     if (args.m < 0) return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be >= 0, got %lld", (ll)args.m);
-    if (args.m % kRowAlignment != 0) {
+    if (args.m % kSegmentAlignment != 0) {
         return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be a multiple of %lld, got %lld",
-                    (ll)kRowAlignment, (ll)args.m);
+                    (ll)kSegmentAlignment, (ll)args.m);
     }
     if (args.m > m_capacity) {
         return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m = %lld is larger than m_capacity = %lld",

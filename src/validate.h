@@ -6,14 +6,13 @@
 #include <cstdint>
 
 #include "ggemm.h"
+#include "kernels/common/contract.h"
 #include "src/device.h"
 #include "src/plan.h"
 #include "src/pointer_oracle.h"
 
 namespace ggemm {
 
-constexpr int32_t kMaxExperts = 1024;
-constexpr int64_t kRowAlignment = 256;               // M and every offset
 constexpr int64_t kMaxMCapacity = 2147483392;        // the largest multiple of 256 below 2^31: offsets are int32
 constexpr uint64_t kDataAlignment = 16;              // TMA global addresses, vector stores
 constexpr uint64_t kPointerArrayAlignment = 8;       // b_ptrs: an array of 64-bit pointers

@@ -12,21 +12,11 @@
 
 #include <cstdint>
 
-#include "hd.h"
-#include "tail_split.h"
+#include "kernels/common/contract.h"
+#include "kernels/common/hd.h"
+#include "kernels/common/tail_split.h"
 
 namespace ggemm {
-
-// Segments are 256-row aligned (CONTRACT.md), so a 128- or 256-row tile never straddles experts.
-constexpr int32_t kSegmentAlignment = 256;
-
-// Bits of GGEMM_DEVICE_STATUS_* (include/ggemm.h) that offsets can raise.
-constexpr uint32_t kStatusOffsetNegative = 0x1u;
-constexpr uint32_t kStatusOffsetMisaligned = 0x2u;
-constexpr uint32_t kStatusOffsetPastM = 0x4u;
-constexpr uint32_t kStatusOffsetDecreasing = 0x8u;
-constexpr uint32_t kStatusWeightPtrNull = 0x10u;
-constexpr uint32_t kStatusWeightPtrMisaligned = 0x20u;
 
 // What is wrong with padded_offsets[g] (given padded_offsets[g-1], or 0 for g = 0).
 GGEMM_HD uint32_t offset_status(int64_t previous_end, int64_t end, int64_t m) {

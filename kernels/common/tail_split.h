@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "hd.h"
+#include "kernels/common/hd.h"
 
 namespace ggemm {
 

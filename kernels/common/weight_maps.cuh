@@ -15,8 +15,8 @@
 
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
-#include "ptx/fence.h"
-#include "ptx/tma.h"
+#include "ptx/fence.cuh"
+#include "ptx/tma.cuh"
 
 namespace ggemm {
 
@@ -39,20 +39,6 @@ static __global__ void build_weight_maps(const __grid_constant__ CUtensorMap map
         atomicOr(device_status, bits);
     }
     ptx::fence_proxy_tensormap_release();
-}
-
-// Enqueues the map builder ahead of a discrete-mode GEMM launch.
-static inline cudaError_t launch_build_weight_maps(const LaunchParams& p, cudaStream_t stream) {
-    constexpr int kThreads = 128;
-    const int blocks = (p.args.num_experts + kThreads - 1) / kThreads;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(blocks));
-    config.blockDim = dim3(kThreads);
-    config.stream = stream;
-    // The launch's own error, not the runtime's last one (which an earlier call could have left).
-    return cudaLaunchKernelEx(&config, build_weight_maps, p.b_map, p.b_ptrs, p.args.b_maps,
-                              const_cast<uint32_t*>(p.args.weight_status), p.args.num_experts,
-                              p.args.device_status);
 }
 
 }  // namespace ggemm

@@ -6,17 +6,19 @@
 //
 // Read top to bottom: configuration and its compile-time checks, shared-memory carve-up, the
 // producer (TMA), the MMA issuer (tcgen05), the epilogue (TMEM -> registers -> global), the
-// kernel (barrier init, TMEM allocation, role split, teardown), prepare and launch.
+// kernel (barrier init, TMEM allocation, role split, teardown). src/variants_sm100.cu instantiates
+// it and holds its host-side prepare and launch.
 //
 // One CTA per SM, 6 warps:
 //   warps 0-3  epilogue: warp w drains TMEM lanes [32 (w % 4), +32) = rows of the tile, staging
-//              32 x 32 slices in its own shared buffer for the shared store_chunk
+//              32 x 32 slices in its own shared buffer for store_chunk (epilogue_sm100.cuh)
 //   warp 4     producer: one thread walks the tile schedule, publishes each tile to the other
 //              roles through a small ring, and streams A and B k-blocks into the stage ring
 //   warp 5     MMA: allocates TMEM; one thread issues tcgen05.mma (M = 128, cta_group::1) into
 //              one of two accumulator buffers and commits to mbarriers
 // The two accumulator buffers (2 x tile_n TMEM columns) let the epilogue of tile i overlap the
-// MMAs of tile i + 1. Scheduler, epilogue math and discrete weight maps are the ones SM90 uses.
+// MMAs of tile i + 1. Scheduler, epilogue arithmetic and discrete weight maps are the ones SM90
+// uses (kernels/common/).
 //
 // CTA pairs (Config<..., kCtaGroup = 2>): a cluster of two CTAs computes one 256 x tile_n tile,
 // the scheduler's tiles 2p (rank 0, the leader) and 2p + 1 (rank 1, the peer), which are the two
@@ -38,20 +40,19 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/common/epilogue.h"
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
 #include "kernels/common/tile_ring.cuh"
-#include "kernels/common/launch.cuh"
 #include "kernels/sm100/encodings.h"
-#include "ptx/cluster.h"
-#include "ptx/cta_pair.h"
-#include "ptx/fence.h"
-#include "ptx/mbarrier.h"
-#include "ptx/tcgen05.h"
-#include "ptx/tma.h"
-#include "ptx/tmem.h"
+#include "kernels/sm100/epilogue_sm100.cuh"
+#include "ptx/cluster.cuh"
+#include "ptx/cta_pair.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tcgen05.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/tmem.cuh"
 
 namespace ggemm::sm100 {
 
@@ -73,7 +74,7 @@ struct Config {
     static constexpr int kThreads = 32 * 6;
     static constexpr int kTileRing = 2;           // tiles published ahead to the MMA and epilogue
     static constexpr int kGroupM = 16;            // row blocks per raster group, as SM90
-    static constexpr int kMaxExperts = 1024;
+    static constexpr int kMaxExperts = ggemm::kMaxExperts;  // sizes the shared copy of the offsets
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;  // per CTA and stage
     static constexpr uint32_t kBBytes = kBRows * kBlockK * 2;
     // What the (leader's) full barrier of a stage receives: both CTAs' loads for a pair.
@@ -124,7 +125,7 @@ struct SharedStorage {
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
-    // Each epilogue warp stages its 32 rows x 32 columns here before store_chunk (epilogue.h).
+    // Each epilogue warp stages its 32 rows x 32 columns here before store_chunk (epilogue_sm100.cuh).
     alignas(16) float epilogue[Cfg::kEpilogueWarps][32 * kEpiloguePitch];
     float prob[Cfg::kEpilogueWarps][32];  // of the warp's 32 tile rows
     int32_t offsets[Cfg::kMaxExperts];
@@ -339,7 +340,7 @@ __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArg
 // rows of the 256 are lanes 0-127 of its own TMEM, tile_n columns. Warp w reads lanes
 // [32 w, 32 w + 32) with tcgen05.ld.32x32b.x32: thread t of the warp gets row 32 w + t, columns
 // [32 chunk, +32), one register per column. The warp stages the 32 x 32 slice in its own shared
-// buffer and hands it to store_chunk (epilogue.h), which stores whole row segments with vector
+// buffer and hands it to store_chunk (epilogue_sm100.cuh), which stores whole row segments with vector
 // stores. Warps never wait for each other.
 template <class Cfg>
 __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& args, uint32_t tmem_base) {
@@ -493,20 +494,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
     }
 #endif
-}
-
-template <class Cfg>
-cudaError_t prepare() {
-    return cudaFuncSetAttribute(grouped_gemm_sm100<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                kSmemBytes<Cfg>);
-}
-
-// A pair kernel is launched in clusters of two CTAs along x (rank = blockIdx.x % 2); the planner's
-// grid is a multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid).
-template <class Cfg>
-cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
-    if (p.grid <= 0 || p.grid % Cfg::kCtaGroup != 0) return cudaErrorInvalidConfiguration;
-    return launch_gemm<grouped_gemm_sm100<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kCtaGroup, stream);
 }
 
 }  // namespace ggemm::sm100

@@ -1,5 +1,5 @@
 // The SM90 epilogue: from one math warpgroup's wgmma accumulators (64 rows x kTileN columns) to
-// C and D in global memory, with the contract's arithmetic (kernels/common/epilogue.h).
+// C and D in global memory, with the contract's arithmetic (kernels/common/epilogue.cuh).
 //
 // The accumulators leave in slices of 128 bytes per row: 64 columns of a 16-bit dtype, 32 of
 // fp32. Each thread converts its fragment of a slice in registers and writes it, already in the
@@ -24,12 +24,20 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/common/epilogue.h"
+#include "kernels/common/epilogue.cuh"
 #include "kernels/sm90/epilogue_layout.h"
-#include "ptx/barrier.h"
-#include "ptx/smem.h"
+#include "ptx/barrier.cuh"
+#include "ptx/smem.cuh"
 
 namespace ggemm::sm90 {
+
+// The contract's value kValue for two accumulators of one row (a wgmma fragment's column pair);
+// bias holds the two columns' bias as fp32 (used by kBiased only).
+template <EpilogueValue kValue>
+__device__ __forceinline__ float2 contract_pair(float alpha, float2 acc, float prob, float2 bias) {
+    return make_float2(contract_value<kValue>(alpha, acc.x, prob, bias.x),
+                       contract_value<kValue>(alpha, acc.y, prob, bias.y));
+}
 
 // Two adjacent output elements, converted to T (round to nearest even) and written to shared
 // memory at `addr`.

@@ -20,13 +20,12 @@
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
 #include "kernels/common/tile_ring.cuh"
-#include "kernels/common/launch.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
-#include "ptx/barrier.h"
-#include "ptx/fence.h"
-#include "ptx/mbarrier.h"
-#include "ptx/tma.h"
-#include "ptx/wgmma.h"
+#include "ptx/barrier.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
 
 namespace ggemm::sm90 {
 
@@ -42,7 +41,7 @@ struct Config {
     static constexpr int kRowsPerWarpgroup = kTileM / kMathWarpgroups;
     static constexpr int kTileRing = 2;         // tiles published ahead to the math warpgroups
     static constexpr int kGroupM = 16;          // row blocks per raster group (even: see scheduler.h)
-    static constexpr int kMaxExperts = 1024;
+    static constexpr int kMaxExperts = ggemm::kMaxExperts;  // sizes the shared copy of the offsets
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
@@ -283,17 +282,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         compute<Cfg>(s, args, warpgroup - 1);
     }
 #endif
-}
-
-template <class Cfg>
-cudaError_t prepare() {
-    return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                kSmemBytes<Cfg>);
-}
-
-template <class Cfg>
-cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
-    return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
 }
 
 }  // namespace ggemm::sm90

@@ -1,5 +1,5 @@
 // Running one case on the GPU and judging it. Public API only.
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 #include <algorithm>
 #include <cstring>

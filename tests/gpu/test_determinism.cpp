@@ -1,7 +1,7 @@
 // Bitwise reproducibility: repeated runs, the two schedulers, a plan and the one-shot call.
 #include <doctest/doctest.h>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

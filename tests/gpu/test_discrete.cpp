@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

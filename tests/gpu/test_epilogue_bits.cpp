@@ -8,7 +8,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

@@ -2,7 +2,7 @@
 // mode) new weight pointers behind the same device pointers. Correct after every replay.
 #include <doctest/doctest.h>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

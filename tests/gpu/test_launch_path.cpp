@@ -1,4 +1,4 @@
-// The GEMM's launch (kernels/common/launch.cuh) goes through the driver's cuLaunchKernelEx,
+// The GEMM's launch (src/launch.cuh) goes through the driver's cuLaunchKernelEx,
 // also on a thread that has made no runtime call yet (no current context until execute makes
 // one). The runtime's cudaLaunchKernelEx remains the path when the driver lacks the entry
 // points; a test switch (force_runtime_launch) sends one call down it.
@@ -6,8 +6,9 @@
 
 #include <thread>
 
-#include "kernels/common/driver_launch.h"
-#include "runner.h"
+#include "src/driver_launch.h"
+#include "src/launch_test_hooks.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

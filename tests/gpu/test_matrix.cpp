@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "kernels/common/tail_split.h"
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

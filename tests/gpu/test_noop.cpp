@@ -1,7 +1,7 @@
 // No-ops: padded_offsets[L-1] == 0, and M == 0. Nothing may change.
 #include <doctest/doctest.h>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

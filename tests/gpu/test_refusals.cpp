@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

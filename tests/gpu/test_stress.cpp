@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "runner.h"
+#include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "src/checks.h"
-#include "test_fakes.h"
+#include "tests/host/test_fakes.h"
 
 using namespace ggemm_fakes;
 

@@ -11,7 +11,7 @@
 
 #include "src/error.h"
 #include "src/structs.h"
-#include "test_fakes.h"
+#include "tests/host/test_fakes.h"
 
 using ggemm_fakes::message_contains;
 

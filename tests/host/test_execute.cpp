@@ -8,12 +8,13 @@
 #include <cuda_runtime_api.h>
 #include <vector>
 
-#include "kernels/common/driver_launch.h"
-#include "kernels/common/workspace.h"
+#include "src/driver_launch.h"
+#include "src/launch_test_hooks.h"
+#include "src/workspace.h"
 #include "src/execute.h"
 #include "src/pointer_oracle.h"
 #include "src/tensor_map.h"
-#include "test_fakes.h"
+#include "tests/host/test_fakes.h"
 
 using namespace ggemm_fakes;
 

@@ -11,7 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "ggemm.h"
-#include "kernels/common/params.h"
+#include "src/kernel_variant.h"
 #include "src/device.h"
 #include "src/error.h"
 #include "src/plan.h"

@@ -8,7 +8,7 @@
 
 #include "src/device.h"
 #include "src/plan.h"
-#include "test_fakes.h"
+#include "tests/host/test_fakes.h"
 
 using namespace ggemm_fakes;
 

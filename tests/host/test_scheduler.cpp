@@ -13,7 +13,7 @@
 
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
-#include "schedule_fixtures.h"
+#include "tests/host/schedule_fixtures.h"
 
 using ggemm::GroupedTileScheduler;
 using ggemm::TileCoord;

@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-#include "kernels/common/variants.h"
+#include "src/variants.h"
 #include "kernels/sm100/encodings.h"
 
 using namespace ggemm::sm100;

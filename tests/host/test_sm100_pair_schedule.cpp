@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/common/scheduler.h"
-#include "schedule_fixtures.h"
+#include "tests/host/schedule_fixtures.h"
 
 using ggemm::GroupedTileScheduler;
 using ggemm::TileCoord;

@@ -5,7 +5,7 @@
 
 #include "src/execute.h"
 #include "src/tensor_map.h"
-#include "test_fakes.h"
+#include "tests/host/test_fakes.h"
 
 using namespace ggemm_fakes;
 

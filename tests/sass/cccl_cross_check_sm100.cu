@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cuda/ptx>
 
-#include "ptx/tcgen05.h"
-#include "ptx/tmem.h"
+#include "ptx/tcgen05.cuh"
+#include "ptx/tmem.cuh"
 
 namespace cp = cuda::ptx;
 namespace ours = ggemm::ptx;

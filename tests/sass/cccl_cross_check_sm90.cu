@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <cuda/ptx>
 
-#include "ptx/cluster.h"
-#include "ptx/fence.h"
-#include "ptx/mbarrier.h"
-#include "ptx/tma.h"
+#include "ptx/cluster.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
 
 namespace cp = cuda::ptx;
 namespace ours = ggemm::ptx;

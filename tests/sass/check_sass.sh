@@ -13,7 +13,7 @@
 #   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads, and the epilogue's
 #            shared-memory slices and 16-byte global stores (STS, LDS.128, STG.E.128); no local
 #            memory
-#   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.h and ptx/tmem.h
+#   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
 #            loads, stores), fence, cluster, named-barrier, shared load/store and wgmma wrappers

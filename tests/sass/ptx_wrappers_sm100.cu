@@ -1,11 +1,11 @@
-// Compile-only: one kernel that calls every wrapper of ptx/tcgen05.h and ptx/tmem.h, including the
+// Compile-only: one kernel that calls every wrapper of ptx/tcgen05.cuh and ptx/tmem.cuh, including the
 // forms the library's kernel does not use yet (cta_group::2, the x8 load), so ptxas assembles each
 // asm string for sm_100a and dead-code elimination cannot hide a wrong one. check_sass.sh builds
 // it with nvcc -cubin and looks for the SASS each wrapper must produce. Never linked, never run.
 #include <cstdint>
 
-#include "ptx/tcgen05.h"
-#include "ptx/tmem.h"
+#include "ptx/tcgen05.cuh"
+#include "ptx/tmem.cuh"
 
 // One kernel per CTA granularity: ptxas refuses a kernel that mixes cta_group::1 and ::2.
 __global__ void ptx_wrappers_sm100_cta1(uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t* out) {

@@ -1,4 +1,4 @@
-// Compile-only: kernels that call every wrapper of ptx/mbarrier.h, tma.h, fence.h, cluster.h,
+// Compile-only: kernels that call every wrapper of ptx/mbarrier.cuh, tma.h, fence.h, cluster.h,
 // barrier.h and wgmma.h, including forms the SM90 kernel does not use yet (multicast loads, TMA
 // stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
 // elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
@@ -7,13 +7,13 @@
 
 #include <cstdint>
 
-#include "ptx/barrier.h"
-#include "ptx/cluster.h"
-#include "ptx/fence.h"
-#include "ptx/mbarrier.h"
-#include "ptx/smem.h"
-#include "ptx/tma.h"
-#include "ptx/wgmma.h"
+#include "ptx/barrier.cuh"
+#include "ptx/cluster.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/smem.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
 
 using namespace ggemm::ptx;
 
@@ -47,7 +47,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         fence_proxy_tensormap_acquire(global_map);
     }
     named_barrier_sync(1, 128);
-    // ptx/smem.h: shared-window stores and loads (STS, STS.64, LDS.64, LDS.128).
+    // ptx/smem.cuh: shared-window stores and loads (STS, STS.64, LDS.64, LDS.128).
     const uint32_t slot = smem_addr(tile) + 16 * threadIdx.x;
     st_shared_b32(slot, threadIdx.x);
     st_shared_v2_b32(slot + 8, threadIdx.x, out[1]);

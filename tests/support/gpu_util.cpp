@@ -1,7 +1,7 @@
 // Host side of the GPU test helpers: case inputs and output checks. No CUDA here: this file is
 // also linked into the CPU-only host test binary.
 #define GGEMM_TEST_HOST_ONLY 1
-#include "gpu_util.h"
+#include "tests/support/gpu_util.h"
 
 #include <algorithm>
 #include <cmath>

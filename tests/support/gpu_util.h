@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ggemm.h"
-#include "reference.h"
+#include "tests/support/reference.h"
 
 namespace ggemm_test {
 

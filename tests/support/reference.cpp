@@ -1,6 +1,6 @@
 // The host reference: conversions, offsets rules and the multithreaded grouped GEMM.
 // Compiled with -ffp-contract=off: every float operation below rounds where it is written.
-#include "reference.h"
+#include "tests/support/reference.h"
 
 #include <algorithm>
 #include <atomic>
@@ -231,10 +231,10 @@ uint32_t offset_violations(const int32_t* padded_offsets, int32_t num_experts, i
 }
 
 std::vector<ExpertRows> computed_experts(const Problem& problem) {
-    // CONTRACT.md: experts whose offsets are unsafe are skipped. Expert g runs only when its
-    // begin (offsets[g-1], or 0) and end (offsets[g]) are each >= 0, multiples of 256 and <= M,
-    // end >= begin, and begin is not below any earlier usable offset: so computed ranges never
-    // overlap, whatever the offsets hold.
+    // docs/API.md, "Device status word": experts whose offsets are unsafe are skipped. Expert g
+    // runs only when its begin (offsets[g-1], or 0) and end (offsets[g]) are each >= 0,
+    // multiples of 256 and <= M, end >= begin, and begin is not below any earlier usable
+    // offset: so computed ranges never overlap, whatever the offsets hold.
     const auto usable = [&](int64_t v) { return v >= 0 && v % 256 == 0 && v <= problem.m; };
     std::vector<ExpertRows> experts;
     int64_t high_water = 0;  // largest usable offset among offsets[0, g-1)

@@ -1,5 +1,5 @@
-// The host reference of the grouped GEMM: the exact semantics of CONTRACT.md, computed on the
-// CPU from the same raw bf16 inputs the GPU sees.
+// The host reference of the grouped GEMM: the exact semantics of docs/API.md ("The
+// operation"), computed on the CPU from the same raw bf16 inputs the GPU sees.
 //
 //   acc = sum_k A[r,k] * B_g[n,k]   in double (every bf16 x bf16 product is exact), then
 //                                    rounded once to float

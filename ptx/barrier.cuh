@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "common.h"
+#include "ptx/common.cuh"
 
 namespace ggemm::ptx {
 

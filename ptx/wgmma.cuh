@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "common.h"
-#include "wgmma_desc.h"
-#include "wgmma_mma.h"
+#include "ptx/common.cuh"
+#include "ptx/wgmma_desc.h"
+#include "ptx/wgmma_mma.cuh"
 
 namespace ggemm::ptx {
 

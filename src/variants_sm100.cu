@@ -4,11 +4,32 @@
 // Stages fill the shared memory (227 KB per CTA on SM100) that the tile leaves; TMEM holds two
 // accumulators of tile_n f32 columns each (at most 512 columns), per CTA.
 //
-// These kernels have never run: no SM100 GPU was available (docs/SM100.md).
-#include "kernels/common/variants.h"
+// Compiled for sm_100a only: this translation unit instantiates the kernels and their host-side
+// prepare and launch. These kernels have never run on an SM100 GPU (docs/SM100.md).
 #include "kernels/sm100/grouped_gemm_sm100.cuh"
+#include "src/launch.cuh"
+#include "src/variants.h"
 
 namespace ggemm {
+
+namespace sm100 {
+
+template <class Cfg>
+cudaError_t prepare() {
+    return cudaFuncSetAttribute(grouped_gemm_sm100<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                kSmemBytes<Cfg>);
+}
+
+// A pair kernel is launched in clusters of two CTAs along x (rank = blockIdx.x % 2); the planner's
+// grid is a multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid).
+template <class Cfg>
+cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
+    if (p.grid <= 0 || p.grid % Cfg::kCtaGroup != 0) return cudaErrorInvalidConfiguration;
+    return launch_gemm<grouped_gemm_sm100<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kCtaGroup, stream);
+}
+
+}  // namespace sm100
+
 namespace {
 
 template <class Cfg>

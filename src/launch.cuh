@@ -1,15 +1,33 @@
-// The launch both GEMM kernels share: with discrete weights, the per-expert tensor maps are built
-// first (weight_maps.cuh); then one persistent grid, in clusters of `cluster_x` CTAs along x
-// when that is more than one. The GEMM goes through the driver's cuLaunchKernelEx where it can
-// (driver_launch.h: less host time), else through cudaLaunchKernelEx; either returns that
-// launch's own error.
+// The host launch both GEMM kernels share: with discrete weights, the per-expert tensor maps are
+// built first (kernels/common/weight_maps.cuh); then one persistent grid, in clusters of
+// `cluster_x` CTAs along x when that is more than one. The GEMM goes through the driver's
+// cuLaunchKernelEx where it can (src/driver_launch.h: less host time), else through
+// cudaLaunchKernelEx; either returns that launch's own error.
+//
+// Host code, but templates over the kernels: only the translation units that instantiate the
+// kernels (src/variants_sm90.cu, src/variants_sm100.cu) include it, hence .cuh.
 #pragma once
 
-#include "kernels/common/driver_launch.h"
 #include "kernels/common/params.h"
 #include "kernels/common/weight_maps.cuh"
+#include "src/driver_launch.h"
+#include "src/kernel_variant.h"
 
 namespace ggemm {
+
+// Enqueues the map builder ahead of a discrete-mode GEMM launch.
+static inline cudaError_t launch_build_weight_maps(const LaunchParams& p, cudaStream_t stream) {
+    constexpr int kThreads = 128;
+    const int blocks = (p.args.num_experts + kThreads - 1) / kThreads;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(blocks));
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    // The launch's own error, not the runtime's last one (which an earlier call could have left).
+    return cudaLaunchKernelEx(&config, build_weight_maps, p.b_map, p.b_ptrs, p.args.b_maps,
+                              const_cast<uint32_t*>(p.args.weight_status), p.args.num_experts,
+                              p.args.device_status);
+}
 
 using GemmKernel = void (*)(CUtensorMap, CUtensorMap, KernelArgs);
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "common.h"
+#include "ptx/common.cuh"
 
 namespace ggemm::ptx {
 

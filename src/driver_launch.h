@@ -1,6 +1,6 @@
 // A kernel launch through the driver's cuLaunchKernelEx, which costs the host less than the
-// runtime's cudaLaunchKernelEx (bench host/parts/launch*). Declared here for the kernels' launch
-// code (launch.cuh), defined in src/driver_launch.cpp.
+// runtime's cudaLaunchKernelEx (bench host/parts/launch*). Declared here for the GEMM launch
+// (src/launch.cuh), defined in src/driver_launch.cpp.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,13 +21,5 @@ struct DriverLaunch {
 // point, or an error (no current context on this thread, say); the caller then launches through
 // the runtime, which enqueues it or reports its own error.
 bool driver_launch(const DriverLaunch& launch) noexcept;
-
-// How many driver_launch calls returned false in this process (tests check the fast path is
-// the one taken).
-unsigned long long driver_launch_fallbacks() noexcept;
-
-// Tests only: while set, driver_launch declines every launch, so the runtime path runs (the one
-// a driver without the entry points would take).
-void force_runtime_launch(bool force) noexcept;
 
 }  // namespace ggemm

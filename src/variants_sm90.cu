@@ -1,9 +1,27 @@
 // The SM90 kernel variants the planner chooses from: one per tile width. Stages fill the
-// shared memory (227 KB per CTA on SM90) that the tile leaves.
-#include "kernels/common/variants.h"
+// shared memory (227 KB per CTA on SM90) that the tile leaves. Compiled for sm_90a only: this
+// translation unit instantiates the kernels and their host-side prepare and launch.
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
+#include "src/launch.cuh"
+#include "src/variants.h"
 
 namespace ggemm {
+
+namespace sm90 {
+
+template <class Cfg>
+cudaError_t prepare() {
+    return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                kSmemBytes<Cfg>);
+}
+
+template <class Cfg>
+cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
+    return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+}
+
+}  // namespace sm90
+
 namespace {
 
 template <class Cfg>

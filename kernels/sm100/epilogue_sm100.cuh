@@ -1,15 +1,7 @@
-// The epilogue of CONTRACT.md, shared by the SM90 and SM100 kernels: scale by alpha and prob,
-// add bias, round to the C and D dtypes, store. The rounding order is the contract:
-//   with bias:    v = fma(acc, alpha, prob * bias);  C = cvt(v);  D = cvt(v)
-//   without bias: g = acc * alpha;  C = cvt(g);  D = cvt(g * prob)   (from fp32 g, not from C)
-// Explicit _rn intrinsics keep the compiler from contracting or reassociating any of it, and the
-// library builds without fast-math, so fp32 subnormals are kept (no flush-to-zero).
-//
-// Two ways to a store: contract_pair, for a kernel that converts its accumulator fragment in
-// registers (SM90, kernels/sm90/epilogue_sm90.cuh); and store_chunk, for one that stages raw
-// fp32 accumulators in shared memory, 32 columns at a time (kEpiloguePitch floats per row), and
-// reads them back four columns per thread (SM100), so global stores are 8- or 16-byte vectors
-// that cover whole row segments.
+// The SM100 epilogue's stores: a warp stages raw fp32 accumulators of its 32 rows in shared
+// memory, 32 columns at a time (kEpiloguePitch floats per row), and store_chunk reads them back
+// four columns per thread, applies the contract's arithmetic (kernels/common/epilogue.cuh) and
+// writes C and D with 8- or 16-byte vector stores that cover whole row segments.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -17,44 +9,15 @@
 
 #include <cstdint>
 
-#include "params.h"
+#include "kernels/common/epilogue.cuh"
 
-namespace ggemm {
+namespace ggemm::sm100 {
 
 constexpr int kEpilogueChunkCols = 32;
-// 40 floats per staged row: float2 writes in the wgmma fragment layout (8 rows x 4 column pairs
-// per half-warp) and float4 reads of one 128-byte row per quarter-warp are both free of bank
-// conflicts.
+// 40 floats per staged row keeps every float4 access 16-byte aligned. store_chunk's reads (eight
+// threads over one 128-byte row) are free of bank conflicts; the drain's writes (each lane its
+// own row, float4) put rows r and r + 4 on the same banks, a two-way conflict.
 constexpr int kEpiloguePitch = 40;
-
-// Per-tile constants of the epilogue.
-struct EpilogueTile {
-    float alpha;          // alpha[expert]
-    const void* bias;     // this expert's bias row (bias + expert * N), or nullptr
-    void* c;              // nullptr when C is not generated
-    void* d;
-    int32_t bias_dtype;
-    int32_t c_dtype;
-    int32_t d_dtype;
-    int32_t n;
-};
-
-__device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
-    EpilogueTile t;
-    t.alpha = args.alpha[expert];
-    t.bias = nullptr;
-    if (args.bias != nullptr) {
-        const int64_t elem = args.bias_dtype == kFP32 ? 4 : 2;
-        t.bias = static_cast<const char*>(args.bias) + static_cast<int64_t>(expert) * args.n * elem;
-    }
-    t.c = args.generate_c ? args.c : nullptr;
-    t.d = args.d;
-    t.bias_dtype = args.bias_dtype;
-    t.c_dtype = args.c_dtype;
-    t.d_dtype = args.d_dtype;
-    t.n = args.n;
-    return t;
-}
 
 // Four consecutive elements starting at `index` (a multiple of 4: N % 8 == 0 and the column is
 // a multiple of 4, so 8- and 16-byte accesses are aligned on 16-byte aligned tensors).
@@ -77,6 +40,7 @@ __device__ __forceinline__ float4 load_quad(const void* base, int32_t dtype, int
     }
 }
 
+// Rounds four values to `dtype` (round to nearest even) and stores them at `index`.
 __device__ __forceinline__ void store_quad(void* base, int32_t dtype, int64_t index, float4 v) {
     switch (dtype) {
         case kBF16: {
@@ -103,44 +67,31 @@ __device__ __forceinline__ void store_quad(void* base, int32_t dtype, int64_t in
     }
 }
 
+// The contract's value kValue for four accumulators of one row.
+template <EpilogueValue kValue>
+__device__ __forceinline__ float4 contract_quad(float alpha, float4 acc, float prob, float4 bias) {
+    return make_float4(contract_value<kValue>(alpha, acc.x, prob, bias.x),
+                       contract_value<kValue>(alpha, acc.y, prob, bias.y),
+                       contract_value<kValue>(alpha, acc.z, prob, bias.z),
+                       contract_value<kValue>(alpha, acc.w, prob, bias.w));
+}
+
 // The contract's epilogue on four accumulators of one row, columns col..col+3.
 __device__ __forceinline__ void epilogue_quad(const EpilogueTile& t, int64_t row, int32_t col, float4 acc,
                                               float prob, float4 bias) {
     const int64_t index = row * t.n + col;
     if (t.bias != nullptr) {
-        const float4 v = make_float4(__fmaf_rn(acc.x, t.alpha, __fmul_rn(prob, bias.x)),
-                                     __fmaf_rn(acc.y, t.alpha, __fmul_rn(prob, bias.y)),
-                                     __fmaf_rn(acc.z, t.alpha, __fmul_rn(prob, bias.z)),
-                                     __fmaf_rn(acc.w, t.alpha, __fmul_rn(prob, bias.w)));
+        const float4 v = contract_quad<EpilogueValue::kBiased>(t.alpha, acc, prob, bias);
         if (t.c != nullptr) store_quad(t.c, t.c_dtype, index, v);
         store_quad(t.d, t.d_dtype, index, v);
     } else {
-        const float4 g = make_float4(__fmul_rn(acc.x, t.alpha), __fmul_rn(acc.y, t.alpha),
-                                     __fmul_rn(acc.z, t.alpha), __fmul_rn(acc.w, t.alpha));
+        // D from the fp32 g that C is rounded from, not from the rounded C.
+        const float4 g = contract_quad<EpilogueValue::kScaled>(t.alpha, acc, prob, bias);
         if (t.c != nullptr) store_quad(t.c, t.c_dtype, index, g);
         store_quad(t.d, t.d_dtype, index,
-                   make_float4(__fmul_rn(g.x, prob), __fmul_rn(g.y, prob), __fmul_rn(g.z, prob),
-                               __fmul_rn(g.w, prob)));
+                   make_float4(scaled_by_prob(g.x, prob), scaled_by_prob(g.y, prob), scaled_by_prob(g.z, prob),
+                               scaled_by_prob(g.w, prob)));
     }
-}
-
-// Which of the contract's values an output takes: with bias, C and D both take v; without, C
-// takes g and D takes g * prob.
-enum class EpilogueValue { kBiased, kScaled, kScaledByProb };
-
-// That value for two accumulators of one row, before rounding to the output dtype; bias holds
-// the two columns' bias as fp32 (used by kBiased only).
-template <EpilogueValue kValue>
-__device__ __forceinline__ float2 contract_pair(float alpha, float2 acc, float prob, float2 bias) {
-    if constexpr (kValue == EpilogueValue::kBiased) {
-        return make_float2(__fmaf_rn(acc.x, alpha, __fmul_rn(prob, bias.x)),
-                           __fmaf_rn(acc.y, alpha, __fmul_rn(prob, bias.y)));
-    }
-    const float2 g = make_float2(__fmul_rn(acc.x, alpha), __fmul_rn(acc.y, alpha));
-    if constexpr (kValue == EpilogueValue::kScaledByProb) {
-        return make_float2(__fmul_rn(g.x, prob), __fmul_rn(g.y, prob));
-    }
-    return g;
 }
 
 // Stores kRows x kEpilogueChunkCols staged accumulators (row pitch kEpiloguePitch floats) whose
@@ -167,4 +118,4 @@ __device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* 
     }
 }
 
-}  // namespace ggemm
+}  // namespace ggemm::sm100

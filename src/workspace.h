@@ -7,11 +7,15 @@
 //                               builder (0: usable), rounded up to a multiple of 128 bytes
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
-#include "params.h"
+#include "kernels/common/contract.h"
 
 namespace ggemm {
+
+// Bytes of one device-side tensor map (PTX ISA: tensormap is 128 bytes, 64-byte aligned).
+constexpr std::size_t kTensorMapBytes = 128;
 
 constexpr uint64_t kWorkspaceCounterBytes = 128;
 constexpr uint64_t kWorkspaceAlignment = 128;  // tensor maps need 64 B; keep the counter on its own line

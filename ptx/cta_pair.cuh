@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "common.h"
+#include "ptx/common.cuh"
 
 namespace ggemm::ptx {
 

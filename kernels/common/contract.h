@@ -1,0 +1,34 @@
+// The contract's numbers that both the host and the kernels depend on, each defined here once:
+// the expert limit, the row alignment of segments, the device status bits and the codes of the
+// enumerations. include/ggemm.h publishes the same values to users; src/contract.cpp checks
+// with static_asserts that the two agree, so a value changed here and not there (or the other
+// way round) fails the build. Plain constants only: any C++17 compiler can include this.
+#pragma once
+
+#include <cstdint>
+
+namespace ggemm {
+
+// L, the number of experts, is 1..kMaxExperts (GGEMM_MAX_EXPERTS). The kernels keep a copy of
+// padded_offsets in shared memory, sized by this limit.
+constexpr int32_t kMaxExperts = 1024;
+
+// M, m_capacity and every padded offset are multiples of kSegmentAlignment
+// (GGEMM_ROW_ALIGNMENT), so a 128- or 256-row tile never straddles two experts.
+constexpr int32_t kSegmentAlignment = 256;
+
+// Bits of the device status word (GGEMM_DEVICE_STATUS_*).
+constexpr uint32_t kStatusOffsetNegative = 0x1u;
+constexpr uint32_t kStatusOffsetMisaligned = 0x2u;
+constexpr uint32_t kStatusOffsetPastM = 0x4u;
+constexpr uint32_t kStatusOffsetDecreasing = 0x8u;
+constexpr uint32_t kStatusWeightPtrNull = 0x10u;
+constexpr uint32_t kStatusWeightPtrMisaligned = 0x20u;
+
+// The enumerations of the descriptor (GGEMM_DTYPE_*, GGEMM_WEIGHTS_*, GGEMM_SCHEDULER_*): the
+// values pass from the public structs to the kernels unconverted.
+enum DType : int32_t { kDTypeNone = 0, kBF16 = 1, kFP16 = 2, kFP32 = 3 };
+enum WeightMode : int32_t { kDense = 0, kDiscrete = 1 };
+enum Scheduler : int32_t { kStatic = 0, kDynamic = 1 };
+
+}  // namespace ggemm

@@ -1,0 +1,72 @@
+// The epilogue's arithmetic, which both kernels share: scale by alpha and prob, add bias. Its
+// rounding order is the contract (docs/API.md, "The operation"):
+//   with bias:    v = fma(acc, alpha, prob * bias);  C = cvt(v);  D = cvt(v)
+//   without bias: g = acc * alpha;  C = cvt(g);  D = cvt(g * prob)   (from fp32 g, not from C)
+// The functions below are the one place that writes it. Explicit _rn intrinsics keep the compiler from
+// contracting or reassociating any of it, and the library builds without fast-math, so fp32
+// subnormals are kept (no flush-to-zero). The conversion to the output dtype (cvt, round to
+// nearest even) and the stores belong to each kernel's own epilogue:
+// kernels/sm90/epilogue_sm90.cuh, kernels/sm100/epilogue_sm100.cuh.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/params.h"
+
+namespace ggemm {
+
+// Per-tile constants of the epilogue.
+struct EpilogueTile {
+    float alpha;          // alpha[expert]
+    const void* bias;     // this expert's bias row (bias + expert * N), or nullptr
+    void* c;              // nullptr when C is not generated
+    void* d;
+    int32_t bias_dtype;
+    int32_t c_dtype;
+    int32_t d_dtype;
+    int32_t n;
+};
+
+__device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
+    EpilogueTile t;
+    t.alpha = args.alpha[expert];
+    t.bias = nullptr;
+    if (args.bias != nullptr) {
+        const int64_t elem = args.bias_dtype == kFP32 ? 4 : 2;
+        t.bias = static_cast<const char*>(args.bias) + static_cast<int64_t>(expert) * args.n * elem;
+    }
+    t.c = args.generate_c ? args.c : nullptr;
+    t.d = args.d;
+    t.bias_dtype = args.bias_dtype;
+    t.c_dtype = args.c_dtype;
+    t.d_dtype = args.d_dtype;
+    t.n = args.n;
+    return t;
+}
+
+// Which of the contract's values an output takes: with bias, C and D both take v; without, C
+// takes g and D takes g * prob.
+enum class EpilogueValue { kBiased, kScaled, kScaledByProb };
+
+// The contract's steps, one function each: v (with bias), g (without), and g * prob from g.
+__device__ __forceinline__ float biased_value(float alpha, float acc, float prob, float bias) {
+    return __fmaf_rn(acc, alpha, __fmul_rn(prob, bias));
+}
+__device__ __forceinline__ float scaled_value(float alpha, float acc) { return __fmul_rn(acc, alpha); }
+__device__ __forceinline__ float scaled_by_prob(float g, float prob) { return __fmul_rn(g, prob); }
+
+// The value kValue for one accumulator, before rounding to the output dtype; bias is the
+// column's bias as fp32 (used by kBiased only).
+template <EpilogueValue kValue>
+__device__ __forceinline__ float contract_value(float alpha, float acc, float prob, float bias) {
+    if constexpr (kValue == EpilogueValue::kBiased) {
+        return biased_value(alpha, acc, prob, bias);
+    }
+    const float g = scaled_value(alpha, acc);
+    if constexpr (kValue == EpilogueValue::kScaledByProb) {
+        return scaled_by_prob(g, prob);
+    }
+    return g;
+}
+
+}  // namespace ggemm

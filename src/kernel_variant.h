@@ -1,0 +1,46 @@
+// What the host knows of a compiled kernel: the parameters of one launch, and each variant's
+// description as data for the planner (src/variants.h lists the compiled ones).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (a type only: the library does not link libcuda)
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/common/params.h"
+
+namespace ggemm {
+
+// Everything one launch needs. The maps are passed to the kernel as __grid_constant__
+// parameters; in discrete mode b_map is the template the kernel patches per expert.
+struct LaunchParams {
+    CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
+    CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N}
+    KernelArgs args;
+    const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
+    int32_t grid;       // persistent CTAs (a multiple of cluster_m)
+};
+
+using LaunchFn = cudaError_t (*)(const LaunchParams&, cudaStream_t);
+// Called once at plan creation: raises the kernel's dynamic shared-memory limit.
+using PrepareFn = cudaError_t (*)();
+
+// One compiled kernel configuration, described as data for the planner.
+struct KernelVariant {
+    const char* name;       // e.g. "sm90_tma_wgmma_128x256x64_s4_c1"
+    int32_t arch;           // 90 or 100
+    int32_t tile_m;         // rows of C/D per tile (never straddles an expert: segments are 256-aligned)
+    int32_t tile_n;         // columns per tile
+    int32_t block_k;        // K per pipeline stage
+    int32_t stages;         // shared-memory pipeline depth
+    int32_t cluster_m;      // CTAs per cluster along M (TMA multicast of the weight tile)
+    int32_t a_box_rows;     // rows per TMA box of A (the A map's box height)
+    int32_t b_box_rows;     // rows per TMA box of B
+    int32_t max_tail_pieces;  // pieces the kernel can cut a tile of the last round into (1: none)
+    int32_t smem_bytes;     // dynamic shared memory per CTA
+    int32_t threads;        // threads per CTA
+    PrepareFn prepare;
+    LaunchFn launch;
+};
+
+}  // namespace ggemm
