@@ -40,3 +40,50 @@ def test_fake_implementation_gives_output_shapes():
 def test_b_ptrs_refuses_mixed_shapes():
     with pytest.raises(ValueError, match=r"^weights\[1\]: expected a contiguous \(N, K\) = \(8, 8\) tensor"):
         gt.b_ptrs([torch.zeros(8, 8, dtype=torch.bfloat16), torch.zeros(8, 16, dtype=torch.bfloat16)])
+
+
+def test_b_ptrs_refuses_host_weights():
+    with pytest.raises(ValueError, match=r"^weights\[0\]: expected a CUDA tensor, got a CPU tensor$"):
+        gt.b_ptrs([torch.zeros(8, 8, dtype=torch.bfloat16)])
+
+
+def test_a_traced_call_is_one_custom_op_without_graph_breaks():
+    """torch.export in strict mode traces with TorchDynamo and refuses any graph break, as
+    torch.compile(fullgraph=True) does; fake CUDA tensors need no GPU."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(512, 128, dtype=torch.bfloat16, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        alpha, prob = torch.empty(4, device="cuda"), torch.empty(512, device="cuda")
+        b = torch.empty(4, 256, 128, dtype=torch.bfloat16, device="cuda")
+        bias = torch.empty(4, 256, device="cuda")
+
+    class Block(torch.nn.Module):
+        def forward(self, a, offsets, alpha, prob, b, bias):
+            # The specification's views: the op receives the natural ones.
+            return gt.grouped_gemm(a.unsqueeze(-1), offsets, alpha, prob, b=b.permute(1, 2, 0),
+                                   bias=bias.t(), generate_c=True, d_dtype=torch.float32)
+
+    graph = torch.export.export(Block(), (a, offsets, alpha, prob, b, bias), strict=True).graph
+    calls = [node for node in graph.nodes if node.target == torch.ops.ggemm.grouped_gemm.default]
+    assert len(calls) == 1
+    outputs = [node for node in graph.nodes if node.op == "output"][0].args[0]
+    d, c = (node.meta["val"] for node in outputs)
+    assert d.shape == (512, 256, 1) and d.dtype == torch.float32
+    assert c.shape == (512, 256, 1) and c.dtype == torch.bfloat16
+
+
+def test_traced_calls_check_shapes_too():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(300, 128, dtype=torch.bfloat16, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        alpha, prob = torch.empty(4, device="cuda"), torch.empty(300, device="cuda")
+        b = torch.empty(4, 256, 128, dtype=torch.bfloat16, device="cuda")
+
+    class Block(torch.nn.Module):
+        def forward(self, a, offsets, alpha, prob, b):
+            return gt.grouped_gemm(a, offsets, alpha, prob, b=b).d
+
+    with pytest.raises(Exception, match=r"a: expected M \(rows\) a multiple of 256, got M = 300"):
+        torch.export.export(Block(), (a, offsets, alpha, prob, b), strict=True)

@@ -77,10 +77,11 @@ def _where(t):
     return "a CUDA tensor" if t.is_cuda else "a CPU tensor"
 
 
-def check_placement(name, t, device, alignment, addresses):
-    """t lives on CUDA device `device`, and (with addresses) its data is aligned."""
+def check_placement(name, t, device, alignment, addresses, device_of="a"):
+    """t lives on CUDA device `device` (that of `device_of`), and (with addresses) its data is
+    aligned."""
     if not t.is_cuda or t.get_device() != device:
-        refuse(name, f"a tensor on cuda:{device} (the device of a)",
+        refuse(name, f"a tensor on cuda:{device} (the device of {device_of})",
                f"{_where(t)} on device {t.get_device()}")
     if addresses:
         ptr = t.data_ptr()

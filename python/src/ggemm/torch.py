@@ -201,8 +201,12 @@ def b_ptrs(weights, device=None):
         if w.dim() != 2 or not w.is_contiguous() or tuple(w.shape) != tuple(first.shape):
             rules.refuse(name, f"a contiguous (N, K) = {tuple(first.shape)} tensor",
                          f"shape {tuple(w.shape)} with strides {tuple(w.stride())}")
-        rules.check_placement(name, w, first.get_device() if first.is_cuda else 0,
-                              rules.DATA_ALIGNMENT, True)
+    for i, w in enumerate(weights):
+        name = f"weights[{i}]"
+        if not w.is_cuda:
+            rules.refuse(name, "a CUDA tensor", "a CPU tensor")
+        rules.check_placement(name, w, first.get_device(), rules.DATA_ALIGNMENT, True,
+                              device_of="weights[0]")
     ptrs = torch.tensor([w.data_ptr() for w in weights], dtype=torch.int64,
                         device=device if device is not None else first.device)
     ptrs.weights = weights
