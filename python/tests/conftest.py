@@ -1,8 +1,12 @@
 """Shared fixtures: what this machine has (torch, jax, a CUDA GPU), so that tests needing a GPU
 skip with a reason instead of failing or silently passing."""
 import importlib.util
+import os
 
 import pytest
+
+# torch and jax share the GPU in one test process: jax must not take most of its memory upfront.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def _torch_cuda():
