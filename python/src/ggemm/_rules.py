@@ -95,10 +95,10 @@ def check_dtype(name, t, expected, label):
 
 
 def check_vector(name, t, length, length_label):
-    shape = tuple(t.shape)
+    shape = t.shape
     if len(shape) != 1 or shape[0] != length or (length > 1 and t.stride()[0] != 1):
         refuse(name, f"a contiguous vector of shape ({length_label},) = ({length},)",
-               f"shape {shape} with strides {tuple(t.stride())}")
+               f"shape {tuple(shape)} with strides {tuple(t.stride())}")
 
 
 def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None,
@@ -111,14 +111,14 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
     if a is None:
         refuse("a", "a tensor", "None")
     check_dtype("a", a, dt.bf16, "bfloat16")
-    shape, strides = tuple(a.shape), tuple(a.stride())
+    shape, strides = a.shape, a.stride()
     if len(shape) == 2 and _fits(shape, strides, (shape[1], 1)):
         spec_a = False
     elif len(shape) == 3 and shape[2] == 1 and _fits(shape[:2], strides[:2], (shape[1], 1)):
         spec_a = True
     else:
         refuse("a", "shape (M, K) with strides (K, 1), or the (M, K, 1) view with strides "
-               "(K, 1, M*K)", f"shape {shape} with strides {strides}")
+               "(K, 1, M*K)", f"shape {tuple(shape)} with strides {tuple(strides)}")
     m, k = shape[0], shape[1]
     if m % ROW_ALIGNMENT:
         refuse("a", f"M (rows) a multiple of {ROW_ALIGNMENT}", f"M = {m}")
@@ -131,9 +131,9 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
 
     # padded_offsets: decides L.
     check_dtype("padded_offsets", padded_offsets, dt.int32, "int32")
-    off_shape = tuple(padded_offsets.shape)
+    off_shape = padded_offsets.shape
     if len(off_shape) != 1:
-        refuse("padded_offsets", "a vector of shape (L,)", f"shape {off_shape}")
+        refuse("padded_offsets", "a vector of shape (L,)", f"shape {tuple(off_shape)}")
     num_experts = off_shape[0]
     if not 1 <= num_experts <= MAX_EXPERTS:
         refuse("padded_offsets", f"1 to {MAX_EXPERTS} experts (its length L)", f"L = {num_experts}")
@@ -145,14 +145,14 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
     check_placement("alpha", alpha, device, DATA_ALIGNMENT, addresses)
 
     check_dtype("prob", prob, dt.fp32, "float32")
-    p_shape = tuple(prob.shape)
+    p_shape = prob.shape
     if p_shape == (m,) and (m <= 1 or prob.stride()[0] == 1):
         spec_prob = False
     elif p_shape == (m, 1, 1) and (m <= 1 or prob.stride()[0] == 1):
         spec_prob = True
     else:
         refuse("prob", f"shape (M,) = ({m},) contiguous, or the (M, 1, 1) view",
-               f"shape {p_shape} with strides {tuple(prob.stride())}")
+               f"shape {tuple(p_shape)} with strides {tuple(prob.stride())}")
     check_placement("prob", prob, device, DATA_ALIGNMENT, addresses)
 
     # Weights: exactly one source.
@@ -163,7 +163,7 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
     if b is not None:
         weight_mode = lib.WEIGHTS_DENSE
         check_dtype("b", b, dt.bf16, "bfloat16")
-        b_shape, b_strides = tuple(b.shape), tuple(b.stride())
+        b_shape, b_strides = b.shape, b.stride()
         if len(b_shape) == 3 and b_shape[0] == num_experts and b_shape[2] == k and _fits(
                 b_shape, b_strides, (b_shape[1] * k, k, 1)):
             b_n = b_shape[1]
@@ -173,7 +173,7 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
         else:
             refuse("b", f"shape (L, N, K) = ({num_experts}, N, {k}) with strides (N*K, K, 1), "
                    f"or the (N, K, L) = (N, {k}, {num_experts}) view with strides (K, 1, N*K)",
-                   f"shape {b_shape} with strides {b_strides}")
+                   f"shape {tuple(b_shape)} with strides {tuple(b_strides)}")
         if n is not None and n != b_n:
             refuse("n", f"N of b ({b_n}) or None", f"{n}")
         n = b_n
@@ -197,14 +197,15 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
         bias_dtype = dt.output_code(bias.dtype)
         if bias_dtype is None:
             refuse("bias", "dtype bfloat16, float16 or float32", f"{bias.dtype}")
-        s_shape, s_strides = tuple(bias.shape), tuple(bias.stride())
+        s_shape, s_strides = bias.shape, bias.stride()
         if s_shape == (num_experts, n) and _fits(s_shape, s_strides, (n, 1)):
             pass
         elif s_shape == (n, num_experts) and _fits(s_shape, s_strides, (1, n)):
             spec_bias = True
         else:
             refuse("bias", f"shape (L, N) = ({num_experts}, {n}) with strides (N, 1), or the "
-                   f"(N, L) view with strides (1, N)", f"shape {s_shape} with strides {s_strides}")
+                   f"(N, L) view with strides (1, N)",
+                   f"shape {tuple(s_shape)} with strides {tuple(s_strides)}")
         check_placement("bias", bias, device, DATA_ALIGNMENT, addresses)
 
     return Operands(m, n, k, num_experts, device, weight_mode, bias_dtype, spec_a, spec_b,
@@ -225,12 +226,12 @@ def check_output(dt, name, t, ops, dtype, addresses=True):
         refuse(name, "a tensor", "None")
     if t.dtype != dtype:
         refuse(name, f"dtype {dtype}", f"{t.dtype}")
-    shape, strides = tuple(t.shape), tuple(t.stride())
+    shape, strides = t.shape, t.stride()
     m, n = ops.m, ops.n
     if not ((shape == (m, n) and _fits(shape, strides, (n, 1))) or
             (shape == (m, n, 1) and _fits(shape[:2], strides[:2], (n, 1)))):
         refuse(name, f"shape (M, N) = ({m}, {n}) with strides (N, 1), or the (M, N, 1) view",
-               f"shape {shape} with strides {strides}")
+               f"shape {tuple(shape)} with strides {tuple(strides)}")
     check_placement(name, t, ops.device, DATA_ALIGNMENT, addresses)
 
 
