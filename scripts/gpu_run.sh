@@ -5,9 +5,9 @@
 # timed and cut to fit the deadline; a failed stage does not stop the later ones (a failed build
 # does). A short table is printed LAST; full logs go to $OUT.
 #
-# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady
+# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady python
 #         STAGES="build bench peers" scripts/gpu_run.sh
-#   (default: all six, in that order)
+#   (default: all seven, in that order; `python` builds its own copy of the library)
 #
 # environment:
 #   OUT               results folder (default ./out, which git ignores)
@@ -37,7 +37,7 @@ mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${GGEMM_DEADLINE_S:-570}))
-ALL_STAGES="build test sanitize bench peers steady"
+ALL_STAGES="build test sanitize bench peers steady python"
 if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$ALL_STAGES}; fi
 for stage in $STAGE_LIST; do
   case " $ALL_STAGES " in
@@ -46,7 +46,7 @@ for stage in $STAGE_LIST; do
   esac
 done
 
-declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120)
+declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120 [python]=480)
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
@@ -292,6 +292,34 @@ print("; ".join(parts) or "no clock samples")
 EOF
 )
   return "$rc"
+}
+
+# The Python package, built from ./python with the machine's own scikit-build-core, nanobind,
+# CMake and jax (no network: --no-build-isolation), installed into a scratch --target folder;
+# then its tests, the MoE example and the host-time measurement (python_host_time.json).
+stage_python() {
+  local site="$SCRATCH/site" rc_install rc_tests rc_example rc_bench
+  CMAKE_BUILD_PARALLEL_LEVEL=16 run_logged python_install.log python3 -m pip install -v \
+    --no-build-isolation --no-deps --no-cache-dir --target "$site" ./python
+  rc_install=$?
+  if ((rc_install != 0)); then
+    NOTE="pip install failed: $(grep -m1 -iE "error" "$OUT/python_install.log" | cut -c1-200)"
+    return "$rc_install"
+  fi
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
+  (cd python && run_logged python_tests.log python3 -m pytest -ra -q tests)
+  rc_tests=$?
+  run_logged python_example.log python3 examples/python/moe_layer.py
+  rc_example=$?
+  SHOW_LINES=20 run_logged python_host_time.log python3 bench/python_host_time.py \
+    --out "$OUT/python_host_time.json"
+  rc_bench=$?
+  local counts check block
+  counts=$(grep -E "^(=+ )?[0-9]+ (passed|failed)" "$OUT/python_tests.log" | tail -n 1 | tr -d '=')
+  check=$(grep -m1 -oE "relative error [^,]+" "$OUT/python_example.log")
+  block=$(grep -m1 -oE "ggemm/grouped_mm [0-9.]+" "$OUT/python_example.log")
+  NOTE="pytest:${counts:- none}; example: ${check:-no check} ${block:+($block)}"
+  ((rc_tests == 0 && rc_example == 0 && rc_bench == 0))
 }
 
 # --- run ------------------------------------------------------------------------------------------

@@ -1,0 +1,126 @@
+// ggemm._ggemm_xla: the XLA FFI handler behind ggemm.jax. XLA calls it on its own stream with
+// buffers it allocated (outputs and the workspace, which ggemm.jax requests as a third output);
+// the handler reads the problem's sizes from the buffers, fills the library's structs and
+// enqueues through ggemm_grouped_gemm, whose process-wide plan cache is keyed on everything
+// that shapes a plan (never on M or pointers): the first execution with a new set of
+// attributes creates the plan, later ones find it. No host synchronization, no host read of
+// device data, no allocation: XLA may capture the call into a CUDA graph.
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ggemm.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+namespace nb = nanobind;
+
+namespace {
+
+std::string last_error_message() {
+    uint64_t required = 0;
+    ggemm_last_error_message(nullptr, 0, &required);
+    std::string text(required, '\0');
+    if (required > 0) {
+        ggemm_last_error_message(text.data(), required, nullptr);
+        text.resize(required - 1);
+    }
+    return text;
+}
+
+ffi::Error refusal(ggemm_status_t status) {
+    return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                      std::string(ggemm_status_string(status)) + ": " + last_error_message());
+}
+
+ffi::Error grouped_gemm(CUstream_st* stream, int32_t device, ffi::AnyBuffer a,
+                        ffi::AnyBuffer weights, ffi::Buffer<ffi::S32> padded_offsets,
+                        ffi::Buffer<ffi::F32> alpha, ffi::Buffer<ffi::F32> prob, ffi::AnyBuffer bias,
+                        ffi::Result<ffi::AnyBuffer> d, ffi::Result<ffi::AnyBuffer> c,
+                        ffi::Result<ffi::AnyBuffer> workspace, int32_t weight_mode, int32_t c_dtype,
+                        int32_t d_dtype, int32_t bias_dtype, int32_t generate_c, int32_t scheduler,
+                        int32_t tile_m, int32_t tile_n, int32_t cluster_m, int32_t sm_margin) {
+    // Shapes were checked when the call was traced (ggemm.jax); these guard the handler itself.
+    if (a.dimensions().size() != 2 || d->dimensions().size() != 2) {
+        return ffi::Error::InvalidArgument("ggemm: a and d must be 2-D");
+    }
+    const int64_t m = a.dimensions()[0];
+    const int64_t k = a.dimensions()[1];
+    const int64_t n = d->dimensions()[1];
+    const int64_t num_experts = padded_offsets.element_count();
+    const bool discrete = weight_mode == GGEMM_WEIGHTS_DISCRETE;
+    if (discrete && weights.size_bytes() != static_cast<size_t>(8 * num_experts)) {
+        return ffi::Error::InvalidArgument("ggemm: b_ptrs must hold 8 bytes per expert");
+    }
+
+    ggemm_plan_desc desc;
+    ggemm_plan_desc_init(&desc, sizeof desc);
+    desc.device = device;
+    desc.m_capacity = m < 256 ? 256 : m;
+    desc.n = n;
+    desc.k = k;
+    desc.num_experts = static_cast<int32_t>(num_experts);
+    desc.weight_mode = weight_mode;
+    desc.c_dtype = c_dtype;
+    desc.d_dtype = d_dtype;
+    desc.bias_dtype = bias_dtype;
+    desc.generate_c = generate_c;
+    desc.scheduler = scheduler;
+    desc.tile_m = tile_m;
+    desc.tile_n = tile_n;
+    desc.cluster_m = cluster_m;
+    desc.sm_margin = sm_margin;
+
+    ggemm_args args;
+    ggemm_args_init(&args, sizeof args);
+    args.m = m;
+    args.a = a.untyped_data();
+    args.b = discrete ? nullptr : weights.untyped_data();
+    args.b_ptrs = discrete ? static_cast<const uint64_t*>(weights.untyped_data()) : nullptr;
+    args.padded_offsets = padded_offsets.typed_data();
+    args.alpha = alpha.typed_data();
+    args.prob = prob.typed_data();
+    args.bias = bias_dtype == GGEMM_DTYPE_NONE ? nullptr : bias.untyped_data();
+    args.c = generate_c ? c->untyped_data() : nullptr;
+    args.d = d->untyped_data();
+    args.workspace = workspace->size_bytes() > 0 ? workspace->untyped_data() : nullptr;
+    args.workspace_size = workspace->size_bytes();
+
+    const ggemm_status_t status = ggemm_grouped_gemm(&desc, &args, stream);
+    return status == GGEMM_SUCCESS ? ffi::Error::Success() : refusal(status);
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ggemm_xla_grouped_gemm, grouped_gemm,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<CUstream_st*>>()
+                                  .Ctx<ffi::DeviceOrdinal>()
+                                  .Arg<ffi::AnyBuffer>()             // a
+                                  .Arg<ffi::AnyBuffer>()             // b or b_ptrs
+                                  .Arg<ffi::Buffer<ffi::S32>>()      // padded_offsets
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // alpha
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // prob
+                                  .Arg<ffi::AnyBuffer>()             // bias (empty without)
+                                  .Ret<ffi::AnyBuffer>()             // d
+                                  .Ret<ffi::AnyBuffer>()             // c (empty without)
+                                  .Ret<ffi::AnyBuffer>()             // workspace
+                                  .Attr<int32_t>("weight_mode")
+                                  .Attr<int32_t>("c_dtype")
+                                  .Attr<int32_t>("d_dtype")
+                                  .Attr<int32_t>("bias_dtype")
+                                  .Attr<int32_t>("generate_c")
+                                  .Attr<int32_t>("scheduler")
+                                  .Attr<int32_t>("tile_m")
+                                  .Attr<int32_t>("tile_n")
+                                  .Attr<int32_t>("cluster_m")
+                                  .Attr<int32_t>("sm_margin"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+NB_MODULE(_ggemm_xla, m) {
+    m.doc() = "The XLA FFI handler of ggemm.jax.";
+    m.def("handler", []() {
+        return nb::capsule(reinterpret_cast<void*>(&ggemm_xla_grouped_gemm));
+    });
+}

@@ -1,0 +1,96 @@
+"""The loaded libggemm.so.0 (through the ggemm._ggemm module, linked with an $ORIGIN run path,
+so the copy shipped in this package is found without LD_LIBRARY_PATH) and its error type."""
+from . import _ggemm
+
+# Enumerations of include/ggemm.h (fixed values).
+DTYPE_NONE, DTYPE_BF16, DTYPE_FP16, DTYPE_FP32 = 0, 1, 2, 3
+WEIGHTS_DENSE, WEIGHTS_DISCRETE = 0, 1
+SCHEDULER_STATIC, SCHEDULER_DYNAMIC = 0, 1
+
+# Status codes used by the Python layer itself.
+SUCCESS = 0
+ERROR_NO_DEVICE = 13
+ERROR_BAD_OFFSETS = 17
+ERROR_BAD_WEIGHT_POINTERS = 18
+
+# Bits of the device status word.
+DEVICE_STATUS_BITS = {
+    0x1: "an offset is negative",
+    0x2: "an offset is not a multiple of 256",
+    0x4: "an offset is greater than M",
+    0x8: "an offset is less than the previous one",
+    0x10: "a b_ptrs entry is NULL",
+    0x20: "a b_ptrs entry is not 16-byte aligned",
+}
+OFFSET_BITS = 0xF
+
+
+class GgemmError(RuntimeError):
+    """A refusal or failure reported by libggemm.
+
+    `status` is the numeric ggemm_status_t, `name` its name (``"GGEMM_ERROR_MISALIGNED"``) and
+    `message` the library's message for the call, which names the argument, the value and the
+    rule."""
+
+    def __init__(self, status, message=None):
+        self.status = int(status)
+        self.name = _ggemm.status_string(self.status)
+        self.message = _ggemm.last_error_message() if message is None else message
+        super().__init__(f"{self.name}: {self.message}" if self.message else self.name)
+
+
+def check(status):
+    """Raises GgemmError for a failed status, with the calling thread's last message."""
+    if status:
+        raise GgemmError(status)
+
+
+def library_version():
+    """The loaded library's version as (major, minor, patch)."""
+    v = _ggemm.version()
+    return (v // 10000, v // 100 % 100, v % 100)
+
+
+def plan_cache_size():
+    """Number of plans in the library's cache of one-shot calls."""
+    status, count = _ggemm.plan_cache_size()
+    check(status)
+    return count
+
+
+def plan_cache_clear():
+    """Destroys every cached plan (not while another thread is inside a call)."""
+    check(_ggemm.plan_cache_clear())
+
+
+def device_status_error(word):
+    """The GgemmError a non-zero device status word stands for."""
+    reasons = [text for bit, text in DEVICE_STATUS_BITS.items() if word & bit]
+    status = ERROR_BAD_OFFSETS if word & OFFSET_BITS else ERROR_BAD_WEIGHT_POINTERS
+    return GgemmError(status, "device status 0x%x: %s; the experts concerned were skipped"
+                      % (word, "; ".join(reasons)))
+
+
+_desc_cache = {}
+
+
+def desc_for(key):
+    """The (Desc, workspace bytes) of one plan key, made once per key.
+
+    key: (device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype, generate_c,
+    scheduler, tile_m, tile_n, cluster_m, sm_margin). Creating it asks the library for the
+    workspace, which creates and caches the plan: refusals of the descriptor surface here."""
+    entry = _desc_cache.get(key)
+    if entry is None:
+        desc = _ggemm.Desc(*key)
+        status, workspace = desc.workspace_size(256)
+        check(status)
+        entry = _desc_cache[key] = (desc, workspace)
+    return entry
+
+
+def workspace_bound(num_experts):
+    """The workspace any plan of num_experts needs at most, as docs/API.md states it (a 128-byte
+    tile counter plus one 128-byte tensor map per expert): used only to lower a JAX call where
+    no GPU can be asked."""
+    return 128 * (num_experts + 1)

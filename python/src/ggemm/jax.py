@@ -1,0 +1,176 @@
+"""ggemm for JAX: the grouped GEMM on JAX arrays, eager and under jax.jit.
+
+    d, c = ggemm.jax.grouped_gemm(a, padded_offsets, alpha, prob, b=b)
+
+The call lowers to an XLA FFI custom call (target "ggemm_grouped_gemm") that enqueues on XLA's
+stream, with outputs and workspace allocated by XLA and no host synchronization. Sizes, dtypes
+and modes are static (they shape the plan); padded_offsets, prob, alpha and the weights are
+ordinary operands, so new offsets do not retrace. Dense (L, N, K) weights and discrete
+per-expert pointers are both supported, with or without bias: JAX arrays are row-major, and so
+are ggemm's weights and bias.
+
+Rows at or past padded_offsets[-1] are not computed by the kernel. With zero_tail=True (the
+default) they are zero in d and c: a select that XLA fuses into the output's consumer where it
+can. With zero_tail=False they hold whatever XLA's buffer held (unspecified).
+"""
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _library as lib
+
+try:
+    from . import _ggemm_xla
+except ImportError as error:  # built without the XLA FFI headers
+    raise ImportError(
+        "ggemm was built without its XLA handler (jax was not importable while the package was "
+        "built): install jax, then reinstall with `pip install --no-build-isolation ./python`, "
+        "or set GGEMM_XLA_FFI_INCLUDE_DIR to jax.ffi.include_dir() when building") from error
+
+__all__ = ["GroupedGemmResult", "grouped_gemm", "b_ptrs", "TARGET"]
+
+TARGET = "ggemm_grouped_gemm"
+jax.ffi.register_ffi_target(TARGET, _ggemm_xla.handler(), platform="CUDA")
+
+_OUTPUT_CODES = {jnp.dtype(jnp.bfloat16): lib.DTYPE_BF16, jnp.dtype(jnp.float16): lib.DTYPE_FP16,
+                 jnp.dtype(jnp.float32): lib.DTYPE_FP32}
+
+
+class GroupedGemmResult(NamedTuple):
+    """The outputs of a call: d always, c when generate_c was asked for (else None)."""
+    d: jax.Array
+    c: Optional[jax.Array]
+
+
+def _refuse(name, expected, given):
+    raise ValueError(f"{name}: expected {expected}, got {given}")
+
+
+def _expect(name, x, shape, dtype, shape_label):
+    if x is None:
+        _refuse(name, "an array", "None")
+    if tuple(x.shape) != tuple(shape):
+        _refuse(name, f"shape {shape_label} = {tuple(shape)}", f"shape {tuple(x.shape)}")
+    if jnp.dtype(x.dtype) != jnp.dtype(dtype):
+        _refuse(name, f"dtype {jnp.dtype(dtype).name}", f"{jnp.dtype(x.dtype).name}")
+
+
+def _output_code(name, dtype):
+    code = _OUTPUT_CODES.get(jnp.dtype(dtype))
+    if code is None:
+        _refuse(name, "bfloat16, float16 or float32", f"{dtype}")
+    return code
+
+
+def _workspace_bytes(key):
+    """The plan's workspace, asked of the library; where no GPU can be asked (lowering on a
+    machine without one), the documented bound for L experts."""
+    try:
+        return lib.desc_for(key)[1]
+    except lib.GgemmError as error:
+        if error.status != lib.ERROR_NO_DEVICE:
+            raise
+        return lib.workspace_bound(key[3])
+
+
+def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+                 c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
+                 dynamic_sched=False, zero_tail=True, tile_m=0, tile_n=0, cluster_m=0,
+                 sm_margin=0):
+    """The grouped GEMM on JAX arrays; returns GroupedGemmResult(d, c).
+
+    a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32; prob (M,)
+    f32; weights either b (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses
+    as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
+    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing."""
+    if a is None or a.ndim != 2:
+        _refuse("a", "a 2-D (M, K) array", "None" if a is None else f"shape {tuple(a.shape)}")
+    m, k = a.shape
+    _expect("a", a, (m, k), jnp.bfloat16, "(M, K)")
+    if m % 256:
+        _refuse("a", "M (rows) a multiple of 256", f"M = {m}")
+    if k < 8 or k % 8:
+        _refuse("a", "K (columns) >= 8 and a multiple of 8", f"K = {k}")
+    if padded_offsets is None or padded_offsets.ndim != 1:
+        _refuse("padded_offsets", "a vector of shape (L,)",
+                "None" if padded_offsets is None else f"shape {tuple(padded_offsets.shape)}")
+    num_experts = padded_offsets.shape[0]
+    if not 1 <= num_experts <= 1024:
+        _refuse("padded_offsets", "1 to 1024 experts (its length L)", f"L = {num_experts}")
+    _expect("padded_offsets", padded_offsets, (num_experts,), jnp.int32, "(L,)")
+    _expect("alpha", alpha, (num_experts,), jnp.float32, "(L,)")
+    _expect("prob", prob, (m,), jnp.float32, "(M,)")
+
+    if (b is None) == (b_ptrs is None):
+        _refuse("b / b_ptrs", "exactly one weight source (dense b or discrete b_ptrs)",
+                "both" if b is not None else "neither")
+    if b is not None:
+        weight_mode, weights = lib.WEIGHTS_DENSE, b
+        if b.ndim != 3:
+            _refuse("b", f"shape (L, N, K) = ({num_experts}, N, {k})", f"shape {tuple(b.shape)}")
+        if n is not None and n != b.shape[1]:
+            _refuse("n", f"N of b ({b.shape[1]}) or None", f"{n}")
+        n = b.shape[1]
+        _expect("b", b, (num_experts, n, k), jnp.bfloat16, "(L, N, K)")
+    else:
+        weight_mode, weights = lib.WEIGHTS_DISCRETE, b_ptrs
+        dtype = jnp.dtype(b_ptrs.dtype)
+        packed = dtype == jnp.uint8 and tuple(b_ptrs.shape) == (8 * num_experts,)
+        wide = dtype in (jnp.dtype(jnp.int64), jnp.dtype(jnp.uint64)) and tuple(
+            b_ptrs.shape) == (num_experts,)
+        if not (packed or wide):
+            _refuse("b_ptrs", f"({num_experts},) int64/uint64 or (8*L,) = ({8 * num_experts},) "
+                    "uint8 device addresses", f"{dtype.name} of shape {tuple(b_ptrs.shape)}")
+        if n is None:
+            _refuse("n", "the rows N of each expert's weights (needed with b_ptrs)", "None")
+    if n < 8 or n % 8:
+        _refuse("n", "N >= 8 and a multiple of 8", f"{n}")
+
+    bias_code = lib.DTYPE_NONE
+    if bias is not None:
+        bias_code = _output_code("bias", bias.dtype)
+        _expect("bias", bias, (num_experts, n), bias.dtype, "(L, N)")
+    else:
+        bias = jnp.zeros((0,), jnp.bfloat16)
+    c_code = _output_code("c_dtype", c_dtype)
+    d_code = _output_code("d_dtype", d_dtype)
+
+    scheduler = lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
+    key = (0, n, k, num_experts, weight_mode, c_code, d_code, bias_code, bool(generate_c),
+           scheduler, int(tile_m), int(tile_n), int(cluster_m), int(sm_margin))
+    workspace = _workspace_bytes(key)
+    c_shape = (m, n) if generate_c else (0,)
+    call = jax.ffi.ffi_call(TARGET, (jax.ShapeDtypeStruct((m, n), d_dtype),
+                                     jax.ShapeDtypeStruct(c_shape, c_dtype),
+                                     jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
+    d, c, _ = call(a, weights, padded_offsets, alpha, prob, bias,
+                   weight_mode=np.int32(weight_mode), c_dtype=np.int32(c_code),
+                   d_dtype=np.int32(d_code), bias_dtype=np.int32(bias_code),
+                   generate_c=np.int32(bool(generate_c)), scheduler=np.int32(scheduler),
+                   tile_m=np.int32(tile_m), tile_n=np.int32(tile_n),
+                   cluster_m=np.int32(cluster_m), sm_margin=np.int32(sm_margin))
+    if zero_tail:
+        computed = (jnp.arange(m, dtype=jnp.int32) < padded_offsets[-1])[:, None]
+        d = jnp.where(computed, d, jnp.zeros((), d.dtype))
+        if generate_c:
+            c = jnp.where(computed, c, jnp.zeros((), c.dtype))
+    return GroupedGemmResult(d, c if generate_c else None)
+
+
+def b_ptrs(weights):
+    """The device addresses of `weights` (L arrays of shape (N, K), bf16, each on the device
+    the call runs on) as an (8*L,) uint8 array, which needs no jax_enable_x64.
+
+    The addresses are raw: every weight array must stay alive, undeleted and undonated as long
+    as any call (or compiled function that captured this array as a constant) may use them."""
+    weights = tuple(weights)
+    if not weights:
+        _refuse("weights", "at least one expert's (N, K) array", "an empty sequence")
+    shape = tuple(weights[0].shape)
+    for i, w in enumerate(weights):
+        _expect(f"weights[{i}]", w, shape, jnp.bfloat16, "(N, K)")
+    addresses = np.array([w.unsafe_buffer_pointer() for w in weights], dtype=np.uint64)
+    device = next(iter(weights[0].devices()))
+    return jax.device_put(addresses.view(np.uint8), device)

@@ -1,0 +1,357 @@
+"""ggemm for PyTorch: the grouped GEMM on CUDA tensors.
+
+    d, c = ggemm.torch.grouped_gemm(a, padded_offsets, alpha, prob, b=b)
+
+Eager calls go straight to the library; under torch.compile the same call is the custom op
+`torch.ops.ggemm.grouped_gemm`, whose fake implementation gives the output shapes, so a graph
+traces without breaks. Everything runs on the current stream, outputs and workspace come from
+the caching allocator inside the call (under CUDA-graph capture: the graph's pool, valid for
+every replay), and nothing synchronizes unless check_status=True asks for it.
+"""
+from typing import NamedTuple, Optional, Tuple
+
+import torch
+
+from . import _ggemm
+from . import _library as lib
+from . import _rules as rules
+from ._library import GgemmError
+
+__all__ = ["GroupedGemmResult", "grouped_gemm", "GroupedGemm", "b_ptrs", "GgemmError"]
+
+DTYPES = rules.Dtypes(torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64,
+                      getattr(torch, "uint64", None))
+_OUTPUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+class GroupedGemmResult(NamedTuple):
+    """The outputs of a call: d always, c when generate_c was asked for (else None)."""
+    d: torch.Tensor
+    c: Optional[torch.Tensor]
+
+
+def _stream(device):
+    return torch._C._cuda_getCurrentRawStream(device)
+
+
+def _scheduler(dynamic_sched):
+    return lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
+
+
+def _ptr(t):
+    return 0 if t is None else t.data_ptr()
+
+
+class _StatusWord:
+    """The opt-in device status word: allocated before the call, read (synchronizing) after."""
+
+    def __init__(self, device):
+        if torch.cuda.is_current_stream_capturing():
+            raise ValueError("check_status: expected a call outside CUDA-graph capture (reading "
+                             "the device status synchronizes), got a call during capture")
+        self.word = torch.empty(1, dtype=torch.int32, device=device)
+
+    def raise_if_set(self):
+        value = int(self.word.item()) & 0xFFFFFFFF
+        if value:
+            raise lib.device_status_error(value)
+
+
+def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, workspace_bytes,
+            workspace, check_status):
+    """Enqueues one call through `run` (Desc.grouped_gemm or Plan.execute) on the current stream
+    of the operands' device."""
+    if workspace is None and workspace_bytes:
+        workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=a.device)
+    status_word = _StatusWord(a.device) if check_status else None
+    device = ops.device
+    switch = torch.cuda.current_device() != device
+    if switch:
+        previous = torch.cuda.current_device()
+        torch.cuda.set_device(device)
+    try:
+        status = run(ops.m, a.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(),
+                     alpha.data_ptr(), prob.data_ptr(), _ptr(bias), _ptr(c), d.data_ptr(),
+                     _ptr(workspace), workspace_bytes if workspace is not None else 0,
+                     _ptr(status_word.word) if status_word else 0, _stream(device))
+    finally:
+        if switch:
+            torch.cuda.set_device(previous)
+    if status:
+        raise GgemmError(status)
+    if status_word:
+        status_word.raise_if_set()
+
+
+def _plan_key(ops, c_code, d_code, generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin):
+    return (ops.device, ops.n, ops.k, ops.num_experts, ops.weight_mode, c_code, d_code,
+            ops.bias_dtype, bool(generate_c), _scheduler(dynamic_sched), int(tile_m), int(tile_n),
+            int(cluster_m), int(sm_margin))
+
+
+def _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
+           dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status):
+    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias)
+    c_code = rules.output_code(DTYPES, "c_dtype", c_dtype)
+    d_code = rules.output_code(DTYPES, "d_dtype", d_dtype)
+    desc, workspace_bytes = lib.desc_for(_plan_key(ops, c_code, d_code, generate_c, dynamic_sched,
+                                                   tile_m, tile_n, cluster_m, sm_margin))
+    shape = (ops.m, ops.n, 1) if ops.spec_a else (ops.m, ops.n)
+    d = torch.empty(shape, dtype=d_dtype, device=a.device)
+    c = torch.empty(shape, dtype=c_dtype, device=a.device) if generate_c else None
+    _launch(desc.grouped_gemm, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d,
+            workspace_bytes, None, check_status)
+    return GroupedGemmResult(d, c)
+
+
+# --- the custom op: natural layouts only (grouped_gemm makes the views), c empty without C ---
+
+@torch.library.custom_op("ggemm::grouped_gemm", mutates_args=(), device_types="cuda")
+def _grouped_gemm_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch.Tensor,
+                     prob: torch.Tensor, b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor],
+                     bias: Optional[torch.Tensor], n: int, c_dtype: torch.dtype,
+                     d_dtype: torch.dtype, generate_c: bool, dynamic_sched: bool, tile_m: int,
+                     tile_n: int, cluster_m: int, sm_margin: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    d, c = _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
+                  generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, False)
+    if c is None:
+        c = torch.empty(0, dtype=c_dtype, device=a.device)
+    return d, c
+
+
+@_grouped_gemm_op.register_fake
+def _grouped_gemm_fake(a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, c_dtype, d_dtype,
+                       generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin):
+    m = a.shape[0]
+    d = a.new_empty((m, n), dtype=d_dtype)
+    c = a.new_empty((m, n) if generate_c else (0,), dtype=c_dtype)
+    return d, c
+
+
+def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
+            dynamic_sched, tile_m, tile_n, cluster_m, sm_margin):
+    """The torch.compile path: shape rules on the symbolic tensors, natural views, the op."""
+    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
+                               addresses=False)
+    rules.output_code(DTYPES, "c_dtype", c_dtype)
+    rules.output_code(DTYPES, "d_dtype", d_dtype)
+    if ops.spec_a:
+        a = a.select(2, 0)
+    if ops.spec_prob:
+        prob = prob.select(2, 0).select(1, 0)
+    if b is not None and ops.spec_b:
+        b = b.permute(2, 0, 1)
+    if bias is not None and ops.spec_bias:
+        bias = bias.t()
+    d, c = _grouped_gemm_op(a, padded_offsets, alpha, prob, b, b_ptrs, bias, ops.n, c_dtype,
+                            d_dtype, bool(generate_c), bool(dynamic_sched), int(tile_m),
+                            int(tile_n), int(cluster_m), int(sm_margin))
+    if ops.spec_a:
+        d = d.unsqueeze(-1)
+        c = c.unsqueeze(-1) if generate_c else c
+    return GroupedGemmResult(d, c if generate_c else None)
+
+
+def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+                 c_dtype=torch.bfloat16, d_dtype=torch.bfloat16, generate_c=False,
+                 dynamic_sched=False, tile_m=0, tile_n=0, cluster_m=0, sm_margin=0,
+                 check_status=False):
+    """The grouped GEMM in one call; returns GroupedGemmResult(d, c).
+
+    a (M, K) bf16; padded_offsets (L,) int32 cumulative row ends on the device; alpha (L,) fp32;
+    prob (M,) fp32; weights either b (L, N, K) bf16 or b_ptrs (L,) int64 device addresses of
+    (N, K) bf16 matrices with n = N; bias (L, N) optional. The specification's 3-D views of the
+    same memory are accepted too (then d and c come as (M, N, 1)). Refusals raise ValueError
+    before anything is launched; the library's own refusals raise ggemm.GgemmError.
+
+    The plan for (device, N, K, L, dtypes, modes, overrides) is made on first use and cached;
+    rows at or past padded_offsets[-1] of d and c are not written (torch.empty leaves them as
+    the allocator had them). check_status=True reads the device status word after the call
+    (synchronizing; not allowed during CUDA-graph capture or torch.compile) and raises
+    GgemmError on bad offsets or weight pointers."""
+    if torch.compiler.is_compiling():
+        if check_status:
+            raise ValueError("check_status: expected False under torch.compile (reading the "
+                             "device status synchronizes), got True")
+        return _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
+                       generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin)
+    return _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
+                  generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status)
+
+
+# --- discrete weights ------------------------------------------------------------------------------
+
+def b_ptrs(weights, device=None):
+    """The (L,) int64 tensor of device addresses of `weights`, a sequence of L (N, K) bf16
+    contiguous CUDA tensors, for the discrete weight mode.
+
+    Keep-alive rule: the kernel reads the weights through raw addresses, which keep nothing
+    alive. The returned tensor holds a reference to `weights` (as `.weights`), so the
+    tensors live at least as long as it does; but every call that uses it, and every replay of
+    a CUDA graph that captured such a call, must finish before the weights are freed, moved or
+    resized, and before the pointer tensor itself is dropped. Building it copies L addresses to
+    the device (synchronously): do it once, outside graph capture, and reuse it."""
+    weights = tuple(weights)
+    if not weights:
+        rules.refuse("weights", "at least one expert's (N, K) tensor", "an empty sequence")
+    first = weights[0]
+    for i, w in enumerate(weights):
+        name = f"weights[{i}]"
+        rules.check_dtype(name, w, torch.bfloat16, "bfloat16")
+        if w.dim() != 2 or not w.is_contiguous() or tuple(w.shape) != tuple(first.shape):
+            rules.refuse(name, f"a contiguous (N, K) = {tuple(first.shape)} tensor",
+                         f"shape {tuple(w.shape)} with strides {tuple(w.stride())}")
+    for i, w in enumerate(weights):
+        name = f"weights[{i}]"
+        if not w.is_cuda:
+            rules.refuse(name, "a CUDA tensor", "a CPU tensor")
+        rules.check_placement(name, w, first.get_device(), rules.DATA_ALIGNMENT, True,
+                              device_of="weights[0]")
+    ptrs = torch.tensor([w.data_ptr() for w in weights], dtype=torch.int64,
+                        device=device if device is not None else first.device)
+    ptrs.weights = weights
+    return ptrs
+
+
+# --- the class: sample tensors -> check_support() -> compile() -> execute() -----------------------
+
+class _PointerStandIn:
+    """The metadata of a (L,) int64 b_ptrs tensor, for a discrete plan made without one."""
+
+    def __init__(self, num_experts, device):
+        self.shape = (num_experts,)
+        self.dtype = torch.int64
+        self.is_cuda = True
+        self._device = device
+
+    def stride(self):
+        return (1,)
+
+    def get_device(self):
+        return self._device
+
+    def data_ptr(self):
+        return 0
+
+
+class GroupedGemm:
+    """A grouped GEMM planned once from sample tensors, then executed on caller-provided outputs.
+
+        op = GroupedGemm(sample_a=a, sample_padded_offsets=offsets, sample_alpha=alpha,
+                         sample_prob=prob, sample_d=d, sample_b=b)
+        op.check_support()      # True, or ValueError / GgemmError saying why not
+        op.compile()            # the plan
+        op.execute(a=a, d=d, padded_offsets=offsets, alpha=alpha, prob=prob, b=b)
+
+    Discrete weights: instead of sample_b give num_experts=L, b_shape=(N, K) (and b_dtype,
+    bfloat16) or sample_b_ptrs, and pass b_ptrs to execute. The plan serves every M up to
+    m_capacity (default: the sample's M)."""
+
+    def __init__(self, sample_a, sample_padded_offsets, sample_alpha, sample_prob, sample_d=None,
+                 sample_c=None, sample_b=None, sample_bias=None, *, sample_b_ptrs=None,
+                 num_experts=None, b_shape=None, b_dtype=torch.bfloat16, c_dtype=None,
+                 d_dtype=None, generate_c=False, dynamic_sched=False, m_capacity=None, tile_m=0,
+                 tile_n=0, cluster_m=0, sm_margin=0):
+        self._samples = (sample_a, sample_padded_offsets, sample_alpha, sample_prob, sample_b,
+                         sample_b_ptrs, sample_bias, sample_c, sample_d)
+        self._discrete = (num_experts, b_shape, b_dtype)
+        self.generate_c = bool(generate_c)
+        self.dynamic_sched = bool(dynamic_sched)
+        self.c_dtype = c_dtype if c_dtype is not None else (
+            sample_c.dtype if sample_c is not None else torch.bfloat16)
+        self.d_dtype = d_dtype if d_dtype is not None else (
+            sample_d.dtype if sample_d is not None else torch.bfloat16)
+        self._m_capacity = m_capacity
+        self._overrides = (int(tile_m), int(tile_n), int(cluster_m), int(sm_margin))
+        self._ops = None
+        self._plan = None
+        self.workspace_bytes = None
+
+    def _check_samples(self):
+        a, offsets, alpha, prob, b, b_ptrs, bias, c, d = self._samples
+        num_experts, b_shape, b_dtype = self._discrete
+        n = None
+        if b is None and b_ptrs is None:
+            if num_experts is None or b_shape is None:
+                rules.refuse("sample_b", "sample_b, or num_experts with b_shape (discrete)",
+                             "neither")
+            if b_dtype != torch.bfloat16:
+                rules.refuse("b_dtype", "torch.bfloat16", f"{b_dtype}")
+            n, k = b_shape
+            if a is not None and k != a.shape[1]:
+                rules.refuse("b_shape", f"(N, K) with K = {a.shape[1]} (a's columns)",
+                             f"{tuple(b_shape)}")
+            if num_experts != offsets.shape[0]:
+                rules.refuse("num_experts", f"L = {offsets.shape[0]} (padded_offsets' length)",
+                             f"{num_experts}")
+            b_ptrs = _PointerStandIn(num_experts, a.get_device() if a.is_cuda else -1)
+        elif b_ptrs is not None and b_shape is not None:
+            n = b_shape[0]
+        ops = rules.check_operands(DTYPES, a, offsets, alpha, prob, b, b_ptrs, n, bias)
+        self.c_code = rules.output_code(DTYPES, "c_dtype", self.c_dtype)
+        self.d_code = rules.output_code(DTYPES, "d_dtype", self.d_dtype)
+        if d is not None:
+            rules.check_output(DTYPES, "sample_d", d, ops, self.d_dtype)
+        if c is not None:
+            rules.check_output(DTYPES, "sample_c", c, ops, self.c_dtype)
+        if self.generate_c and c is None and self.c_dtype is None:
+            rules.refuse("sample_c", "a C sample or c_dtype with generate_c", "neither")
+        capacity = self._m_capacity if self._m_capacity is not None else max(ops.m, 256)
+        if capacity < 256 or capacity % rules.ROW_ALIGNMENT or capacity < ops.m:
+            rules.refuse("m_capacity", f"a multiple of 256, >= 256 and >= M = {ops.m}", capacity)
+        self.m_capacity = capacity
+        return ops
+
+    def check_support(self):
+        """Checks the samples and asks the library for a plan on their device: True, or raises
+        ValueError (a tensor rule) or GgemmError (the library or the device refuses)."""
+        if self._plan is None:
+            ops = self._check_samples()
+            desc = _ggemm.Desc(*_plan_key(ops, self.c_code, self.d_code, self.generate_c,
+                                          self.dynamic_sched, *self._overrides))
+            plan = _ggemm.Plan()
+            lib.check(plan.create(desc, self.m_capacity))
+            status, self.workspace_bytes = plan.workspace_size()
+            lib.check(status)
+            self._ops, self._plan = ops, plan
+        return True
+
+    def compile(self):
+        """Makes the plan (once); returns self."""
+        self.check_support()
+        return self
+
+    def describe(self):
+        """The library's account of the plan: kernel, tiles, cluster, stages, scheduler, grid."""
+        self.compile()
+        status, text = self._plan.describe()
+        lib.check(status)
+        return text
+
+    def execute(self, a, d, padded_offsets, alpha, prob, b=None, b_ptrs=None, bias=None, c=None,
+                workspace=None, check_status=False):
+        """Enqueues the call on the current stream, writing d (and c with generate_c); returns
+        GroupedGemmResult(d, c). Any M up to m_capacity (a multiple of 256) is accepted.
+        workspace: optional uint8 CUDA tensor of at least `workspace_bytes`; by default one is
+        taken from the caching allocator for this call."""
+        if self._plan is None:
+            self.compile()
+        plan_ops = self._ops
+        ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs,
+                                   plan_ops.n if b_ptrs is not None else None, bias)
+        if ops[1:] != plan_ops[1:] or ops.m > self.m_capacity:
+            if ops.m > self.m_capacity:
+                rules.refuse("a", f"M <= m_capacity = {self.m_capacity}", f"M = {ops.m}")
+            rules.check_same_problem(plan_ops, ops)
+        rules.check_output(DTYPES, "d", d, ops, self.d_dtype)
+        if self.generate_c:
+            rules.check_output(DTYPES, "c", c, ops, self.c_dtype)
+        if workspace is not None:
+            if (workspace.dtype != torch.uint8 or workspace.dim() != 1
+                    or workspace.numel() < self.workspace_bytes):
+                rules.refuse("workspace", f"a uint8 vector of >= {self.workspace_bytes} bytes",
+                             f"{workspace.dtype} of shape {tuple(workspace.shape)}")
+            rules.check_placement("workspace", workspace, ops.device, 128, True)
+        _launch(self._plan.execute, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias,
+                c if self.generate_c else None, d, self.workspace_bytes, workspace, check_status)
+        return GroupedGemmResult(d, c if self.generate_c else None)

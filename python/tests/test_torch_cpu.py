@@ -1,0 +1,89 @@
+"""ggemm.torch where torch is installed but no GPU is needed: the custom op's registration and
+shape function, and refusals of tensors that are not on a CUDA device."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+import ggemm.torch as gt  # noqa: E402
+
+
+def cpu_problem():
+    return dict(a=torch.zeros(512, 128, dtype=torch.bfloat16),
+                padded_offsets=torch.zeros(4, dtype=torch.int32),
+                alpha=torch.ones(4), prob=torch.ones(512),
+                b=torch.zeros(4, 256, 128, dtype=torch.bfloat16))
+
+
+def test_cpu_tensors_are_refused_before_any_call():
+    with pytest.raises(ValueError, match=r"^a: expected a CUDA tensor, got a CPU tensor$"):
+        gt.grouped_gemm(**cpu_problem())
+
+
+def test_the_custom_op_is_registered():
+    assert hasattr(torch.ops.ggemm, "grouped_gemm")
+
+
+def test_fake_implementation_gives_output_shapes():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        p = cpu_problem()
+        d, c = torch.ops.ggemm.grouped_gemm(p["a"], p["padded_offsets"], p["alpha"], p["prob"],
+                                            p["b"], None, None, 256, torch.bfloat16,
+                                            torch.float32, False, False, 0, 0, 0, 0)
+        assert d.shape == (512, 256) and d.dtype == torch.float32
+        assert c.shape == (0,)
+        d, c = torch.ops.ggemm.grouped_gemm(p["a"], p["padded_offsets"], p["alpha"], p["prob"],
+                                            p["b"], None, None, 256, torch.float16,
+                                            torch.bfloat16, True, False, 0, 0, 0, 0)
+        assert c.shape == (512, 256) and c.dtype == torch.float16
+
+
+def test_b_ptrs_refuses_mixed_shapes():
+    with pytest.raises(ValueError, match=r"^weights\[1\]: expected a contiguous \(N, K\) = \(8, 8\) tensor"):
+        gt.b_ptrs([torch.zeros(8, 8, dtype=torch.bfloat16), torch.zeros(8, 16, dtype=torch.bfloat16)])
+
+
+def test_b_ptrs_refuses_host_weights():
+    with pytest.raises(ValueError, match=r"^weights\[0\]: expected a CUDA tensor, got a CPU tensor$"):
+        gt.b_ptrs([torch.zeros(8, 8, dtype=torch.bfloat16)])
+
+
+def test_a_traced_call_is_one_custom_op_without_graph_breaks():
+    """torch.export in strict mode traces with TorchDynamo and refuses any graph break, as
+    torch.compile(fullgraph=True) does; fake CUDA tensors need no GPU."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(512, 128, dtype=torch.bfloat16, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        alpha, prob = torch.empty(4, device="cuda"), torch.empty(512, device="cuda")
+        b = torch.empty(4, 256, 128, dtype=torch.bfloat16, device="cuda")
+        bias = torch.empty(4, 256, device="cuda")
+
+    class Block(torch.nn.Module):
+        def forward(self, a, offsets, alpha, prob, b, bias):
+            # The specification's views: the op receives the natural ones.
+            return gt.grouped_gemm(a.unsqueeze(-1), offsets, alpha, prob, b=b.permute(1, 2, 0),
+                                   bias=bias.t(), generate_c=True, d_dtype=torch.float32)
+
+    graph = torch.export.export(Block(), (a, offsets, alpha, prob, b, bias), strict=True).graph
+    calls = [node for node in graph.nodes if node.target == torch.ops.ggemm.grouped_gemm.default]
+    assert len(calls) == 1
+    outputs = [node for node in graph.nodes if node.op == "output"][0].args[0]
+    d, c = (node.meta["val"] for node in outputs)
+    assert d.shape == (512, 256, 1) and d.dtype == torch.float32
+    assert c.shape == (512, 256, 1) and c.dtype == torch.bfloat16
+
+
+def test_traced_calls_check_shapes_too():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(300, 128, dtype=torch.bfloat16, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        alpha, prob = torch.empty(4, device="cuda"), torch.empty(300, device="cuda")
+        b = torch.empty(4, 256, 128, dtype=torch.bfloat16, device="cuda")
+
+    class Block(torch.nn.Module):
+        def forward(self, a, offsets, alpha, prob, b):
+            return gt.grouped_gemm(a, offsets, alpha, prob, b=b).d
+
+    with pytest.raises(Exception, match=r"a: expected M \(rows\) a multiple of 256, got M = 300"):
+        torch.export.export(Block(), (a, offsets, alpha, prob, b), strict=True)

@@ -1,0 +1,206 @@
+"""ggemm.torch on a GPU: numerics against fp64, layouts, torch.compile, CUDA graphs, refusals
+that write nothing, and the device status check."""
+import itertools
+
+import pytest
+
+from conftest import requires_torch_cuda
+
+pytestmark = requires_torch_cuda
+torch = pytest.importorskip("torch", reason="torch is not installed")
+
+import ggemm  # noqa: E402
+import ggemm.torch as gt  # noqa: E402
+from moe_data import M, N, OFFSETS, make_inputs, poison, reference, rel_error, same_bits  # noqa: E402
+
+TOL = {torch.bfloat16: 8e-3, torch.float16: 2e-3, torch.float32: 1e-3}
+LAST = OFFSETS[-1]
+
+
+def spec_views(t):
+    """The specification's views of the same memory (no copy)."""
+    s = dict(t)
+    s["a"] = t["a"].unsqueeze(-1)
+    s["b"] = t["b"].permute(1, 2, 0)
+    s["prob"] = t["prob"].view(-1, 1, 1)
+    if "bias" in t:
+        s["bias"] = t["bias"].t()
+    assert s["b"].data_ptr() == t["b"].data_ptr() and s["b"].stride()[2] == N * t["a"].shape[1]
+    return s
+
+
+def discrete(t):
+    s = dict(t)
+    weights = [w for w in t["b"].unbind(0)]
+    s["b_ptrs"] = gt.b_ptrs(weights)
+    s["n"] = N
+    del s["b"]
+    return s
+
+
+CASES = list(itertools.product([torch.bfloat16, torch.float16, torch.float32],   # d_dtype
+                               [None, torch.bfloat16, torch.float32],              # bias
+                               [False, True],                                      # generate_c
+                               [False, True],                                      # dynamic
+                               ["dense", "discrete"]))
+
+
+@pytest.mark.parametrize("d_dtype,bias_dtype,generate_c,dynamic,mode", CASES)
+def test_eager_matches_fp64(d_dtype, bias_dtype, generate_c, dynamic, mode):
+    t = make_inputs(bias_dtype=bias_dtype,
+                    seed=CASES.index((d_dtype, bias_dtype, generate_c, dynamic, mode)))
+    ref_c, ref_d = reference(t["a"], t["b"], t["padded_offsets"], t["alpha"], t["prob"], t.get("bias"))
+    c_dtype = torch.float32 if d_dtype == torch.bfloat16 else torch.bfloat16
+    call = discrete(t) if mode == "discrete" else t
+    d, c = gt.grouped_gemm(**call, c_dtype=c_dtype, d_dtype=d_dtype, generate_c=generate_c,
+                           dynamic_sched=dynamic)
+    torch.cuda.synchronize()
+    assert d.shape == (M, N) and d.dtype == d_dtype
+    err = rel_error(d, ref_d, LAST)
+    assert err < TOL[d_dtype], f"d: relative error {err}"
+    assert err > 0 or d_dtype == torch.float32
+    if generate_c:
+        assert c.dtype == c_dtype and rel_error(c, ref_c, LAST) < TOL[c_dtype]
+    else:
+        assert c is None
+
+    # The class on poisoned caller-provided outputs: the same bits on computed rows, and rows
+    # at or past the last offset untouched.
+    op = gt.GroupedGemm(sample_a=t["a"], sample_padded_offsets=t["padded_offsets"],
+                        sample_alpha=t["alpha"], sample_prob=t["prob"], sample_bias=t.get("bias"),
+                        sample_b=t["b"] if mode == "dense" else None,
+                        num_experts=len(OFFSETS) if mode == "discrete" else None,
+                        b_shape=(N, t["a"].shape[1]) if mode == "discrete" else None,
+                        c_dtype=c_dtype, d_dtype=d_dtype, generate_c=generate_c,
+                        dynamic_sched=dynamic)
+    assert op.check_support()
+    op.compile()
+    d2, c2 = poison((M, N), d_dtype), poison((M, N), c_dtype) if generate_c else None
+    exec_args = {k: v for k, v in call.items() if k != "n"}
+    op.execute(d=d2, c=c2, **exec_args)
+    torch.cuda.synchronize()
+    assert same_bits(d2[:LAST], d[:LAST])
+    assert torch.isnan(d2[LAST:].float()).all()
+    if generate_c:
+        assert same_bits(c2[:LAST], c[:LAST]) and torch.isnan(c2[LAST:].float()).all()
+
+
+def test_natural_and_specification_layouts_are_bitwise_equal():
+    t = make_inputs(bias_dtype=torch.float32)
+    d, c = gt.grouped_gemm(**t, generate_c=True, c_dtype=torch.float32)
+    ds, cs = gt.grouped_gemm(**spec_views(t), generate_c=True, c_dtype=torch.float32)
+    assert ds.shape == (M, N, 1) and cs.shape == (M, N, 1)
+    assert same_bits(ds[:LAST, :, 0], d[:LAST]) and same_bits(cs[:LAST, :, 0], c[:LAST])
+
+
+def test_schedulers_and_weight_modes_are_bitwise_equal():
+    t = make_inputs()
+    d_static = gt.grouped_gemm(**t).d
+    d_dynamic = gt.grouped_gemm(**t, dynamic_sched=True).d
+    d_discrete = gt.grouped_gemm(**discrete(t)).d
+    assert same_bits(d_static[:LAST], d_dynamic[:LAST])
+    assert same_bits(d_static[:LAST], d_discrete[:LAST])
+
+
+def test_torch_compile_fullgraph_matches_eager():
+    t = make_inputs(bias_dtype=torch.bfloat16)
+
+    def block(a, padded_offsets, alpha, prob, b, bias):
+        d, c = gt.grouped_gemm(a, padded_offsets, alpha, prob, b=b, bias=bias, generate_c=True)
+        return torch.relu(d.float()) + c.float()
+
+    eager = block(**t)
+    compiled = torch.compile(block, fullgraph=True)(**t)
+    assert same_bits(compiled[:LAST], eager[:LAST])
+    spec = spec_views(t)
+    compiled_spec = torch.compile(lambda **kw: gt.grouped_gemm(**kw).d, fullgraph=True)(**spec)
+    assert compiled_spec.shape == (M, N, 1)
+    assert same_bits(compiled_spec[:LAST, :, 0], gt.grouped_gemm(**t).d[:LAST])
+
+
+def test_cuda_graph_replay_with_new_offsets_and_data():
+    t = make_inputs(bias_dtype=torch.float32)
+    for dynamic in (False, True):
+        gt.grouped_gemm(**t, dynamic_sched=dynamic)  # plan made outside capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            d, _ = gt.grouped_gemm(**t, dynamic_sched=dynamic)
+        new = make_inputs(offsets=[512, 512, 512, 1024], bias_dtype=torch.float32, seed=7)
+        for name in t:
+            t[name].copy_(new[name])
+        d.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = gt.grouped_gemm(**new, dynamic_sched=dynamic).d
+        assert same_bits(d, expected)
+        _, ref_d = reference(**new)
+        assert rel_error(d, ref_d, M) < TOL[torch.bfloat16]
+        t = make_inputs(bias_dtype=torch.float32)
+
+
+def test_class_under_cuda_graph_uses_a_workspace_valid_for_replays():
+    t = make_inputs()
+    op = gt.GroupedGemm(sample_a=t["a"], sample_padded_offsets=t["padded_offsets"],
+                        sample_alpha=t["alpha"], sample_prob=t["prob"], sample_b=t["b"],
+                        dynamic_sched=True).compile()
+    assert op.workspace_bytes > 0
+    d = poison((M, N), torch.bfloat16)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        op.execute(d=d, **t)
+    for offsets in ([256, 512, 768, 1024], [1024, 1024, 1024, 1024]):
+        t["padded_offsets"].copy_(torch.tensor(offsets, dtype=torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert same_bits(d, gt.grouped_gemm(**t).d)
+
+
+def test_refusals_raise_and_write_nothing():
+    t = make_inputs()
+    op = gt.GroupedGemm(sample_a=t["a"], sample_padded_offsets=t["padded_offsets"],
+                        sample_alpha=t["alpha"], sample_prob=t["prob"], sample_b=t["b"]).compile()
+    d = poison((M, N), torch.bfloat16)
+    storage = torch.empty(M * t["a"].shape[1] + 8, dtype=torch.bfloat16, device="cuda")
+    misaligned = storage[1:1 + t["a"].numel()].view_as(t["a"]).copy_(t["a"])
+    bad = [dict(a=misaligned), dict(prob=t["prob"].double()), dict(alpha=t["alpha"][:3]),
+           dict(b=t["b"].transpose(1, 2).contiguous().transpose(1, 2)),
+           dict(padded_offsets=t["padded_offsets"].cpu())]
+    for change in bad:
+        with pytest.raises(ValueError):
+            op.execute(d=d, **{**t, **change})
+        with pytest.raises(ValueError):
+            gt.grouped_gemm(**{**t, **change})
+    with pytest.raises(ValueError, match=r"^d: expected dtype torch.bfloat16, got torch.float32$"):
+        op.execute(d=poison((M, N), torch.float32), **t)
+    with pytest.raises(ValueError, match=r"^a: expected M <= m_capacity = 1024, got M = 1280$"):
+        op.execute(d=poison((1280, N), torch.bfloat16), **make_inputs(m=1280))
+    torch.cuda.synchronize()
+    assert torch.isnan(d.float()).all()
+    # A refusal of the library itself: a tile width no kernel was compiled for.
+    with pytest.raises(ggemm.GgemmError) as info:
+        gt.grouped_gemm(**t, tile_n=200)
+    assert info.value.name == "GGEMM_ERROR_UNSUPPORTED_CONFIG" and "tile_n" in info.value.message
+
+
+def test_status_check_reports_bad_offsets_and_refuses_capture():
+    t = make_inputs()
+    d = gt.grouped_gemm(**t, check_status=True).d
+    assert d.shape == (M, N)
+    t["padded_offsets"] = torch.tensor([256, 300, 768, 768], dtype=torch.int32, device="cuda")
+    with pytest.raises(ggemm.GgemmError) as info:
+        gt.grouped_gemm(**t, check_status=True)
+    assert info.value.name == "GGEMM_ERROR_BAD_OFFSETS" and "multiple of 256" in info.value.message
+    gt.grouped_gemm(**t)  # off by default: no error, the bad expert is skipped on the device
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(ValueError, match="check_status"):
+        with torch.cuda.graph(graph):
+            gt.grouped_gemm(**t, check_status=True)
+
+
+def test_b_ptrs_keeps_its_weights_alive():
+    weights = [torch.randn(N, 64, device="cuda").to(torch.bfloat16) for _ in range(3)]
+    addresses = [w.data_ptr() for w in weights]
+    ptrs = gt.b_ptrs(weights)
+    del weights
+    assert ptrs.dtype == torch.int64 and ptrs.tolist() == addresses
+    assert [w.data_ptr() for w in ptrs.weights] == addresses
