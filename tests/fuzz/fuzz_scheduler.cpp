@@ -166,14 +166,15 @@ void replay(const Case& c) {
 // offset can be wrong.
 int32_t next_offset(FuzzInput& in, int32_t previous, int64_t m) {
     const uint8_t choice = in.take<uint8_t>();
+    const int64_t last = previous;  // in 64 bits: steps from near INT32_MAX must not overflow here
     const int64_t step = (choice >> 3) % 4 * 256;
     int64_t offset;
     switch (choice % 8) {
-        case 0: case 1: case 2: case 3: offset = previous + step; break;       // in order
+        case 0: case 1: case 2: case 3: offset = last + step; break;           // in order
         case 4: return in.take<int32_t>();                                      // anything
         case 5: offset = m + 256 * (choice >> 6); break;                        // M, or past it
-        case 6: offset = previous - 256 - step; break;                          // decreasing
-        default: offset = previous + 1 + (choice >> 3); break;                  // misaligned
+        case 6: offset = last - 256 - step; break;                              // decreasing
+        default: offset = last + 1 + (choice >> 3); break;                      // misaligned
     }
     return static_cast<int32_t>(static_cast<uint32_t>(offset));  // wraps like an int32 array would
 }
