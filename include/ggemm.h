@@ -211,16 +211,29 @@ GGEMM_API ggemm_status_t ggemm_execute(ggemm_plan_t plan, const ggemm_args* args
 /* ---------------------------------------------------------------------------------------------
  * One-shot calls, backed by a thread-safe process-wide plan cache keyed on everything that
  * shapes the kernel: never on M, m_capacity or pointers. args->m is checked against this
- * call's desc->m_capacity; the cached plan itself serves any M.
+ * call's desc->m_capacity; the cached plan itself serves any M. The cache holds at most
+ * GGEMM_PLAN_CACHE_DEFAULT_CAPACITY plans unless told otherwise, evicting the least recently
+ * used. Every cache call may run concurrently with one-shot calls on other threads: a call in
+ * flight keeps its plan until it returns.
  * ------------------------------------------------------------------------------------------- */
 GGEMM_API ggemm_status_t ggemm_grouped_gemm(const ggemm_plan_desc* desc, const ggemm_args* args,
                                             struct CUstream_st* stream);
-/* The workspace a ggemm_grouped_gemm call with this descriptor needs. */
+/* The workspace a ggemm_grouped_gemm call with this descriptor needs. Depends on the descriptor
+ * alone: needs no GPU and creates no plan (the descriptor's own rules are checked). */
 GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint64_t* bytes);
 /* Number of plans in the cache. */
 GGEMM_API ggemm_status_t ggemm_plan_cache_size(uint64_t* count);
-/* Destroys every cached plan. Not to be called while another thread is inside a one-shot call. */
+/* Drops every cached plan. Safe while other threads are inside one-shot calls: those keep
+ * the plan they use until they return, and the next call with its key creates it again. */
 GGEMM_API ggemm_status_t ggemm_plan_cache_clear(void);
+
+#define GGEMM_PLAN_CACHE_DEFAULT_CAPACITY 64u
+
+/* Sets how many plans the cache holds (0: none, every one-shot call creates its own plan),
+ * dropping the least recently used past the new capacity at once. */
+GGEMM_API ggemm_status_t ggemm_plan_cache_set_capacity(uint64_t capacity);
+/* The cache's current capacity. */
+GGEMM_API ggemm_status_t ggemm_plan_cache_capacity(uint64_t* capacity);
 
 /* ---------------------------------------------------------------------------------------------
  * Strict host-side checks for callers who can afford to read offsets / pointers on the host.
@@ -232,10 +245,14 @@ GGEMM_API ggemm_status_t ggemm_check_offsets(const int32_t* host_offsets, int32_
                                              int64_t m);
 
 /* Checks host_ptrs[0, num_experts): each non-null and 16-byte aligned; when device >= 0, also
- * that each points to memory of that device (asks the CUDA runtime). Returns
- * GGEMM_ERROR_BAD_WEIGHT_POINTERS naming the first bad entry. */
+ * that each points to memory of that device (asks the CUDA runtime). device =
+ * GGEMM_DEVICE_ANY skips that residency check (no GPU needed); any other negative device is
+ * GGEMM_ERROR_INVALID_VALUE. Returns GGEMM_ERROR_BAD_WEIGHT_POINTERS naming the first bad entry. */
 GGEMM_API ggemm_status_t ggemm_check_weight_pointers(const uint64_t* host_ptrs,
                                                      int32_t num_experts, int32_t device);
+
+/* ggemm_check_weight_pointers' device: check NULL entries and alignment only. */
+#define GGEMM_DEVICE_ANY (-1)
 
 #ifdef __cplusplus
 }

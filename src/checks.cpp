@@ -66,7 +66,7 @@ ggemm_status_t check_weight_pointers(const uint64_t* host_ptrs, int32_t num_expe
                         expert, static_cast<unsigned long long>(address),
                         static_cast<unsigned long long>(kDataAlignment));
         }
-        if (device < 0) continue;
+        if (device == GGEMM_DEVICE_ANY) continue;
         const PointerFacts facts = oracle.query(reinterpret_cast<const void*>(address));
         if (!is_memory_of_device(facts, device)) {
             char what[160];
@@ -91,23 +91,30 @@ GGEMM_API ggemm_status_t ggemm_check_offsets(const int32_t* host_offsets, int32_
 GGEMM_API ggemm_status_t ggemm_check_weight_pointers(const uint64_t* host_ptrs, int32_t num_experts,
                                                      int32_t device) {
     return ggemm::guarded("ggemm_check_weight_pointers", [&] {
+        if (device < 0 && device != GGEMM_DEVICE_ANY) {
+            return ggemm::fail(GGEMM_ERROR_INVALID_VALUE,
+                               "device = %d is neither a CUDA device ordinal (>= 0) nor "
+                               "GGEMM_DEVICE_ANY (%d, check NULL entries and alignment only)",
+                               device, GGEMM_DEVICE_ANY);
+        }
         // NULL entries and alignment first: they need no device.
-        ggemm_status_t status =
-            ggemm::check_weight_pointers(host_ptrs, num_experts, -1, ggemm::cuda_pointer_oracle());
-        if (status != GGEMM_SUCCESS || device < 0) return status;
+        ggemm_status_t status = ggemm::check_weight_pointers(host_ptrs, num_experts, GGEMM_DEVICE_ANY,
+                                                             ggemm::cuda_pointer_oracle());
+        if (status != GGEMM_SUCCESS || device == GGEMM_DEVICE_ANY) return status;
         // Residency questions need a runtime that knows the device.
         ggemm::DeviceInfo info;
         status = ggemm::query_device(device, &info);
         if (status != GGEMM_SUCCESS) return status;
         if (!info.present) {
             return ggemm::fail(GGEMM_ERROR_NO_DEVICE,
-                               "no CUDA device is available: %s (device = %d; pass device = -1 "
-                               "to check only NULL and alignment)",
+                               "no CUDA device is available: %s (device = %d; pass device = "
+                               "GGEMM_DEVICE_ANY to check only NULL and alignment)",
                                info.absence_reason, device);
         }
         if (device >= info.count) {
             return ggemm::fail(GGEMM_ERROR_INVALID_VALUE,
-                               "device = %d is not a CUDA device ordinal: %d visible (0..%d), or -1",
+                               "device = %d is not a CUDA device ordinal: %d visible (0..%d), or "
+                               "GGEMM_DEVICE_ANY",
                                device, info.count, info.count - 1);
         }
         return ggemm::check_weight_pointers(host_ptrs, num_experts, device, ggemm::cuda_pointer_oracle());

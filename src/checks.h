@@ -12,7 +12,7 @@ namespace ggemm {
 
 ggemm_status_t check_offsets(const int32_t* host_offsets, int32_t num_experts, int64_t m) noexcept;
 
-// `oracle` is asked about each entry only when device >= 0.
+// `oracle` is asked about each entry unless device is GGEMM_DEVICE_ANY.
 ggemm_status_t check_weight_pointers(const uint64_t* host_ptrs, int32_t num_experts, int32_t device,
                                      const PointerOracle& oracle) noexcept;
 

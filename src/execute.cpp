@@ -96,6 +96,8 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     ggemm_args args;
     ggemm_status_t status = read_args(user_args, "args", &args);
     if (status != GGEMM_SUCCESS) return status;
+    status = validate_args_fields(plan, args, m_capacity);
+    if (status != GGEMM_SUCCESS) return status;
     int current_device = -1;
     const cudaError_t got_device = cudaGetDevice(&current_device);
     if (got_device != cudaSuccess) {
@@ -103,7 +105,7 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
         return fail(GGEMM_ERROR_CUDA, "cudaGetDevice failed: %s (%s)", cudaGetErrorName(got_device),
                     cudaGetErrorString(got_device));
     }
-    status = validate_args(plan, args, m_capacity, current_device, cuda_pointer_oracle());
+    status = validate_args_for_device(plan, args, current_device, cuda_pointer_oracle());
     if (status != GGEMM_SUCCESS) return status;
     // The maps are encoded and the kernel launched through the driver, in the current context.
     const cudaError_t made_current = ensure_current_context(current_device);

@@ -1,10 +1,14 @@
 // The plan cache and the one-shot calls.
 #include "src/plan_cache.h"
 
+#include <atomic>
+#include <list>
 #include <map>
-#include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
+#include "kernels/common/workspace.h"
 #include "src/error.h"
 #include "src/execute.h"
 #include "src/structs.h"
@@ -14,15 +18,35 @@ namespace ggemm {
 
 namespace {
 
+struct Entry {
+    SharedPlan plan;
+    std::list<PlanCacheKey>::iterator use;  // its place in PlanCache::recency
+};
+
 struct PlanCache {
     std::mutex mutex;
-    std::map<PlanCacheKey, std::unique_ptr<ggemm_plan>> plans;
+    std::map<PlanCacheKey, Entry> plans;
+    std::list<PlanCacheKey> recency;  // most recently used first
+    uint64_t capacity = kDefaultPlanCacheCapacity;
 };
 
 // Never destroyed: one-shot calls from other static destructors stay safe at exit.
 PlanCache& cache() {
     static PlanCache* instance = new PlanCache;
     return *instance;
+}
+
+std::atomic<PlanFactory> g_factory{nullptr};
+
+// Drops entries past the capacity, least recently used first. The plans are handed to
+// `dropped` so that their memory is freed after the lock is released.
+void evict_past_capacity(PlanCache& shared, std::vector<SharedPlan>* dropped) {
+    while (shared.plans.size() > shared.capacity) {
+        auto oldest = shared.plans.find(shared.recency.back());
+        dropped->push_back(std::move(oldest->second.plan));
+        shared.plans.erase(oldest);
+        shared.recency.pop_back();
+    }
 }
 
 // Reads and field-checks the caller's descriptor; the one-shot calls share this prologue.
@@ -41,24 +65,44 @@ PlanCacheKey plan_cache_key(const ggemm_plan_desc& desc) noexcept {
                         desc.cluster_m,  desc.sm_margin};
 }
 
-ggemm_status_t cached_plan(const ggemm_plan_desc& desc, const ggemm_plan** plan) {
+PlanFactory set_plan_factory(PlanFactory factory) noexcept { return g_factory.exchange(factory); }
+
+ggemm_status_t cached_plan(const ggemm_plan_desc& desc, SharedPlan* plan) {
     const PlanCacheKey key = plan_cache_key(desc);
     PlanCache& shared = cache();
-    std::lock_guard<std::mutex> lock(shared.mutex);
-    auto found = shared.plans.find(key);
-    if (found != shared.plans.end()) {
-        *plan = found->second.get();
-        return GGEMM_SUCCESS;
+    {
+        std::lock_guard<std::mutex> lock(shared.mutex);
+        auto found = shared.plans.find(key);
+        if (found != shared.plans.end()) {
+            shared.recency.splice(shared.recency.begin(), shared.recency, found->second.use);
+            *plan = found->second.plan;
+            return GGEMM_SUCCESS;
+        }
     }
-    // Plans are created under the lock: creation is rare, and two threads racing on one key
-    // must not both pay for it.
+    // Built without the lock: other keys are served meanwhile (see plan_cache.h for a race on
+    // this key).
     ggemm_plan_desc widest = desc;
     widest.m_capacity = kMaxMCapacity;
     std::unique_ptr<ggemm_plan> created;
-    const ggemm_status_t status = create_plan(widest, &created);
+    const PlanFactory factory = g_factory.load();
+    const ggemm_status_t status = (factory != nullptr ? factory : &create_plan)(widest, &created);
     if (status != GGEMM_SUCCESS) return status;  // failures are not cached: the device may appear
-    *plan = created.get();
-    shared.plans.emplace(key, std::move(created));
+    SharedPlan built(std::move(created));
+
+    std::vector<SharedPlan> dropped;
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    auto found = shared.plans.find(key);
+    if (found != shared.plans.end()) {  // another thread inserted this key first: use its plan
+        shared.recency.splice(shared.recency.begin(), shared.recency, found->second.use);
+        *plan = found->second.plan;
+        dropped.push_back(std::move(built));
+        return GGEMM_SUCCESS;
+    }
+    *plan = built;
+    if (shared.capacity == 0) return GGEMM_SUCCESS;  // caching is off: the caller's plan only
+    shared.recency.push_front(key);
+    shared.plans.emplace(key, Entry{std::move(built), shared.recency.begin()});
+    evict_past_capacity(shared, &dropped);
     return GGEMM_SUCCESS;
 }
 
@@ -69,20 +113,26 @@ uint64_t plan_cache_size() {
 }
 
 void plan_cache_clear() {
+    std::map<PlanCacheKey, Entry> dropped;  // freed after the lock is released
     PlanCache& shared = cache();
     std::lock_guard<std::mutex> lock(shared.mutex);
-    shared.plans.clear();
+    dropped.swap(shared.plans);
+    shared.recency.clear();
 }
 
-namespace {
-
-// The one-shot calls' first step: read and check the descriptor, then find or make its plan.
-ggemm_status_t one_shot_plan(const ggemm_plan_desc* desc, ggemm_plan_desc* checked, const ggemm_plan** plan) {
-    const ggemm_status_t status = read_one_shot_desc(desc, checked);
-    return status != GGEMM_SUCCESS ? status : cached_plan(*checked, plan);
+uint64_t plan_cache_capacity() {
+    PlanCache& shared = cache();
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    return shared.capacity;
 }
 
-}  // namespace
+void plan_cache_set_capacity(uint64_t capacity) {
+    std::vector<SharedPlan> dropped;
+    PlanCache& shared = cache();
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    shared.capacity = capacity;
+    evict_past_capacity(shared, &dropped);
+}
 
 }  // namespace ggemm
 
@@ -92,21 +142,23 @@ GGEMM_API ggemm_status_t ggemm_grouped_gemm(const ggemm_plan_desc* desc, const g
                                             struct CUstream_st* stream) {
     return ggemm::guarded("ggemm_grouped_gemm", [&] {
         ggemm_plan_desc checked;
-        const ggemm_plan* plan = nullptr;
-        const ggemm_status_t status = ggemm::one_shot_plan(desc, &checked, &plan);
+        ggemm_status_t status = ggemm::read_one_shot_desc(desc, &checked);
+        if (status != GGEMM_SUCCESS) return status;
+        ggemm::SharedPlan plan;  // held until the call returns, whatever the cache does meanwhile
+        status = ggemm::cached_plan(checked, &plan);
         if (status != GGEMM_SUCCESS) return status;
         return ggemm::execute_plan(*plan, args, checked.m_capacity, stream);
     });
 }
 
+// The size depends on the descriptor alone (kernels/common/workspace.h): no device, no plan.
 GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint64_t* bytes) {
     return ggemm::guarded("ggemm_workspace_size", [&] {
         if (bytes == nullptr) return ggemm::fail(GGEMM_ERROR_NULL_ARGUMENT, "bytes is NULL");
         ggemm_plan_desc checked;
-        const ggemm_plan* plan = nullptr;
-        const ggemm_status_t status = ggemm::one_shot_plan(desc, &checked, &plan);
+        const ggemm_status_t status = ggemm::read_one_shot_desc(desc, &checked);
         if (status != GGEMM_SUCCESS) return status;
-        *bytes = plan->workspace_bytes;
+        *bytes = ggemm::workspace_bytes(checked.weight_mode, checked.scheduler, checked.num_experts);
         return GGEMM_SUCCESS;
     });
 }
@@ -122,6 +174,21 @@ GGEMM_API ggemm_status_t ggemm_plan_cache_size(uint64_t* count) {
 GGEMM_API ggemm_status_t ggemm_plan_cache_clear(void) {
     return ggemm::guarded("ggemm_plan_cache_clear", [] {
         ggemm::plan_cache_clear();
+        return GGEMM_SUCCESS;
+    });
+}
+
+GGEMM_API ggemm_status_t ggemm_plan_cache_set_capacity(uint64_t capacity) {
+    return ggemm::guarded("ggemm_plan_cache_set_capacity", [&] {
+        ggemm::plan_cache_set_capacity(capacity);
+        return GGEMM_SUCCESS;
+    });
+}
+
+GGEMM_API ggemm_status_t ggemm_plan_cache_capacity(uint64_t* capacity) {
+    return ggemm::guarded("ggemm_plan_cache_capacity", [&] {
+        if (capacity == nullptr) return ggemm::fail(GGEMM_ERROR_NULL_ARGUMENT, "capacity is NULL");
+        *capacity = ggemm::plan_cache_capacity();
         return GGEMM_SUCCESS;
     });
 }

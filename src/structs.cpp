@@ -31,17 +31,6 @@ void set_if_fits(Struct* base, uint32_t struct_size, Field Struct::*field, Field
     if (static_cast<std::size_t>(offset) + sizeof(Field) <= struct_size) base->*field = value;
 }
 
-ggemm_status_t check_init_size(const void* pointer, uint32_t struct_size, uint32_t min_size,
-                               const char* function, const char* type) {
-    if (pointer == nullptr) return fail(GGEMM_ERROR_NULL_ARGUMENT, "%s: the %s pointer is NULL", function, type);
-    if (struct_size < min_size || struct_size > kMaxStructSize) {
-        return fail(GGEMM_ERROR_STRUCT_SIZE,
-                    "%s: struct_size must be in [%u, %u] (pass sizeof(%s)), got %u", function,
-                    min_size, kMaxStructSize, type, struct_size);
-    }
-    return GGEMM_SUCCESS;
-}
-
 // Sizes an older caller's struct may have: it ends exactly before one of the optional fields
 // (a size that cuts a field in half would copy half a value).
 constexpr uint32_t kPlanDescSizes[] = {
@@ -55,6 +44,27 @@ bool is_older_size(const uint32_t (&sizes)[kCount], uint32_t struct_size) {
     for (const uint32_t size : sizes)
         if (size == struct_size) return true;
     return false;
+}
+
+// The init calls accept exactly the sizes read_sized accepts: a struct the library would
+// refuse later is refused here, before anything is written.
+template <std::size_t kCount>
+ggemm_status_t check_init_size(const void* pointer, uint32_t struct_size, uint32_t min_size,
+                               std::size_t known_size, const uint32_t (&older_sizes)[kCount],
+                               const char* function, const char* type) {
+    if (pointer == nullptr) return fail(GGEMM_ERROR_NULL_ARGUMENT, "%s: the %s pointer is NULL", function, type);
+    if (struct_size < min_size || struct_size > kMaxStructSize) {
+        return fail(GGEMM_ERROR_STRUCT_SIZE,
+                    "%s: struct_size must be in [%u, %u] (pass sizeof(%s)), got %u", function,
+                    min_size, kMaxStructSize, type, struct_size);
+    }
+    if (struct_size < known_size && !is_older_size(older_sizes, struct_size)) {
+        return fail(GGEMM_ERROR_STRUCT_SIZE,
+                    "%s: struct_size = %u ends inside a field of %s: an older caller's struct "
+                    "ends where a field begins (pass sizeof(%s))",
+                    function, struct_size, type, type);
+    }
+    return GGEMM_SUCCESS;
 }
 
 // Copies a caller's size-first struct over *out, which already holds every default.
@@ -100,8 +110,8 @@ ggemm_status_t read_sized(const void* user, const char* name, const char* type, 
 }  // namespace
 
 ggemm_status_t init_plan_desc(ggemm_plan_desc* desc, uint32_t struct_size) noexcept {
-    const ggemm_status_t status = check_init_size(desc, struct_size, GGEMM_PLAN_DESC_MIN_SIZE,
-                                                  "ggemm_plan_desc_init", "ggemm_plan_desc");
+    const ggemm_status_t status = check_init_size(desc, struct_size, GGEMM_PLAN_DESC_MIN_SIZE, sizeof *desc, kPlanDescSizes,
+                        "ggemm_plan_desc_init", "ggemm_plan_desc");
     if (status != GGEMM_SUCCESS) return status;
     std::memset(desc, 0, struct_size);
     // Zero already is device 0, dense weights, no bias, no C, static scheduler, no overrides.
@@ -113,7 +123,8 @@ ggemm_status_t init_plan_desc(ggemm_plan_desc* desc, uint32_t struct_size) noexc
 
 ggemm_status_t init_args(ggemm_args* args, uint32_t struct_size) noexcept {
     const ggemm_status_t status =
-        check_init_size(args, struct_size, GGEMM_ARGS_MIN_SIZE, "ggemm_args_init", "ggemm_args");
+        check_init_size(args, struct_size, GGEMM_ARGS_MIN_SIZE, sizeof *args, kArgsSizes,
+                        "ggemm_args_init", "ggemm_args");
     if (status != GGEMM_SUCCESS) return status;
     std::memset(args, 0, struct_size);
     args->struct_size = struct_size;

@@ -209,8 +209,37 @@ ggemm_status_t validate_plan_desc(const ggemm_plan_desc& desc, const DeviceInfo&
     return validate_desc_for_device(desc, device, variants);
 }
 
+namespace {
+
+constexpr int kPointerRules = 10;
+
+// The pointers execute checks for alignment and residency. C is ignored (and may be anything)
+// when the plan does not write it.
+void pointer_rules(const ggemm_plan_desc& desc, const ggemm_args& args, PointerRule (&rules)[kPointerRules]) {
+    const void* c = desc.generate_c ? args.c : nullptr;
+    rules[0] = {"a", args.a, kDataAlignment};
+    rules[1] = {"b", args.b, kDataAlignment};
+    rules[2] = {"b_ptrs", args.b_ptrs, kPointerArrayAlignment};
+    rules[3] = {"padded_offsets", args.padded_offsets, kDataAlignment};
+    rules[4] = {"alpha", args.alpha, kDataAlignment};
+    rules[5] = {"prob", args.prob, kDataAlignment};
+    rules[6] = {"bias", args.bias, kDataAlignment};
+    rules[7] = {"c", c, kDataAlignment};
+    rules[8] = {"d", args.d, kDataAlignment};
+    rules[9] = {"device_status", args.device_status, kDeviceStatusAlignment};
+}
+
+}  // namespace
+
 ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int64_t m_capacity,
                              int32_t current_device, const PointerOracle& oracle) noexcept {
+    const ggemm_status_t status = validate_args_fields(plan, args, m_capacity);
+    if (status != GGEMM_SUCCESS) return status;
+    return validate_args_for_device(plan, args, current_device, oracle);
+}
+
+ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& args,
+                                    int64_t m_capacity) noexcept {
     const ggemm_plan_desc& desc = plan.desc;
     if (args.reserved0 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "args->reserved0 must be 0, got %u", args.reserved0);
@@ -271,20 +300,8 @@ ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int
                     "args->b is set but the plan uses %s and leave b NULL", mode);
     }
     // --- alignment ------------------------------------------------------------------------
-    // C is ignored (and may be anything) when the plan does not write it.
-    const void* c = desc.generate_c ? args.c : nullptr;
-    const PointerRule pointers[] = {
-        {"a", args.a, kDataAlignment},
-        {"b", args.b, kDataAlignment},
-        {"b_ptrs", args.b_ptrs, kPointerArrayAlignment},
-        {"padded_offsets", args.padded_offsets, kDataAlignment},
-        {"alpha", args.alpha, kDataAlignment},
-        {"prob", args.prob, kDataAlignment},
-        {"bias", args.bias, kDataAlignment},
-        {"c", c, kDataAlignment},
-        {"d", args.d, kDataAlignment},
-        {"device_status", args.device_status, kDeviceStatusAlignment},
-    };
+    PointerRule pointers[kPointerRules];
+    pointer_rules(desc, args, pointers);
     for (const PointerRule& rule : pointers) {
         if (rule.pointer != nullptr && reinterpret_cast<uintptr_t>(rule.pointer) % rule.alignment != 0) {
             return fail(GGEMM_ERROR_MISALIGNED, "args->%s = %p is not %llu-byte aligned", rule.name,
@@ -312,6 +329,15 @@ ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int
                         (unsigned long long)plan.workspace_bytes);
         }
     }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t validate_args_for_device(const ggemm_plan& plan, const ggemm_args& args,
+                                        int32_t current_device, const PointerOracle& oracle) noexcept {
+    const ggemm_plan_desc& desc = plan.desc;
+    const bool needs_workspace = plan.workspace_bytes > 0;
+    PointerRule pointers[kPointerRules];
+    pointer_rules(desc, args, pointers);
     // --- device ---------------------------------------------------------------------------
     if (current_device != desc.device) {
         return fail(GGEMM_ERROR_WRONG_DEVICE,

@@ -39,6 +39,15 @@ ggemm_status_t validate_plan_desc(const ggemm_plan_desc& desc, const DeviceInfo&
 ggemm_status_t validate_args(const ggemm_plan& plan, const ggemm_args& args, int64_t m_capacity,
                              int32_t current_device, const PointerOracle& oracle) noexcept;
 
+// The two halves of validate_args. The first needs nothing but the plan and the arguments
+// (struct, M, NULLs, weight source, bias, alignment, workspace), so execute runs it before its
+// first CUDA call: a driver failure never hides an argument error. The second takes the
+// current device and asks `oracle` where each pointer lives.
+ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& args,
+                                    int64_t m_capacity) noexcept;
+ggemm_status_t validate_args_for_device(const ggemm_plan& plan, const ggemm_args& args,
+                                        int32_t current_device, const PointerOracle& oracle) noexcept;
+
 // "BF16", "FP16", "FP32", "NONE" or "unknown".
 const char* dtype_name(int32_t dtype) noexcept;
 

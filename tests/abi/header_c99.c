@@ -61,6 +61,9 @@ ABI_ASSERT(status_values, GGEMM_SUCCESS == 0 && GGEMM_ERROR_NULL_ARGUMENT == 1 &
                               GGEMM_ERROR_BAD_WEIGHT_POINTERS == 18 &&
                               GGEMM_ERROR_INVALID_VALUE == 19);
 
+ABI_ASSERT(device_any, GGEMM_DEVICE_ANY == -1);
+ABI_ASSERT(plan_cache_default_capacity, GGEMM_PLAN_CACHE_DEFAULT_CAPACITY == 64u);
+
 /* Every entry point has the signature the header promises (a mismatch is a compile error). */
 typedef struct {
     int32_t (*version)(void);
@@ -79,6 +82,8 @@ typedef struct {
     ggemm_status_t (*plan_cache_clear)(void);
     ggemm_status_t (*check_offsets)(const int32_t*, int32_t, int64_t);
     ggemm_status_t (*check_weight_pointers)(const uint64_t*, int32_t, int32_t);
+    ggemm_status_t (*plan_cache_set_capacity)(uint64_t);
+    ggemm_status_t (*plan_cache_capacity)(uint64_t*);
 } ggemm_entry_points;
 
 const ggemm_entry_points ggemm_abi_entry_points = {
@@ -86,4 +91,4 @@ const ggemm_entry_points ggemm_abi_entry_points = {
     ggemm_args_init, ggemm_plan_create, ggemm_plan_destroy, ggemm_plan_workspace_size,
     ggemm_plan_describe, ggemm_execute, ggemm_grouped_gemm, ggemm_workspace_size,
     ggemm_plan_cache_size, ggemm_plan_cache_clear, ggemm_check_offsets,
-    ggemm_check_weight_pointers};
+    ggemm_check_weight_pointers, ggemm_plan_cache_set_capacity, ggemm_plan_cache_capacity};

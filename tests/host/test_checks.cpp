@@ -1,7 +1,9 @@
 // ggemm_check_offsets and ggemm_check_weight_pointers.
 #include <doctest/doctest.h>
 
+#include <climits>
 #include <cuda_runtime_api.h>
+#include <string>
 #include <vector>
 
 #include "src/checks.h"
@@ -92,11 +94,25 @@ TEST_CASE("weight pointers with a device: this machine's runtime decides") {
     if (no_device) {
         CHECK(status == GGEMM_ERROR_NO_DEVICE);
         CHECK(message_contains("no CUDA device is available"));
-        CHECK(message_contains("device = -1"));
+        CHECK(message_contains("GGEMM_DEVICE_ANY"));
     } else {
         // An address nobody allocated is not device memory of device 0.
         CHECK(status == GGEMM_ERROR_BAD_WEIGHT_POINTERS);
         CHECK(message_contains("b_ptrs[0] = 0x7f0000000000 is "));
         CHECK(ggemm_check_weight_pointers(pointers.data(), 1, devices) == GGEMM_ERROR_INVALID_VALUE);
     }
+}
+
+TEST_CASE("weight pointers: only GGEMM_DEVICE_ANY skips residency, other negative devices are refused") {
+    const std::vector<uint64_t> pointers = {0x7f0000000000, 0x7f0000001000};
+    CHECK(ggemm_check_weight_pointers(pointers.data(), 2, GGEMM_DEVICE_ANY) == GGEMM_SUCCESS);
+    CHECK(std::string(ggemm::last_error()).empty());
+    for (const int32_t device : {-2, -7, INT32_MIN}) {
+        CAPTURE(device);
+        CHECK(ggemm_check_weight_pointers(pointers.data(), 2, device) == GGEMM_ERROR_INVALID_VALUE);
+        CHECK(message_contains("is neither a CUDA device ordinal (>= 0) nor GGEMM_DEVICE_ANY (-1"));
+    }
+    // The device is judged before the entries: a bad entry with a bad device names the device.
+    const std::vector<uint64_t> null_entry = {0};
+    CHECK(ggemm_check_weight_pointers(null_entry.data(), 1, -3) == GGEMM_ERROR_INVALID_VALUE);
 }

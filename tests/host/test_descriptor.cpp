@@ -86,6 +86,45 @@ TEST_CASE("the init calls refuse NULL and impossible sizes") {
     CHECK(ggemm_args_init(nullptr, sizeof args) == GGEMM_ERROR_NULL_ARGUMENT);
 }
 
+TEST_CASE("the init calls accept exactly the sizes the library reads later") {
+    // A size that ends inside a field is refused by plan_create / execute: init must refuse it
+    // too, and write nothing.
+    for (uint32_t size = GGEMM_PLAN_DESC_MIN_SIZE; size <= sizeof(ggemm_plan_desc); ++size) {
+        CAPTURE(size);
+        ggemm_plan_desc desc;
+        std::memset(&desc, 0xab, sizeof desc);
+        const ggemm_status_t init = ggemm_plan_desc_init(&desc, size);
+        ggemm_plan_desc probe;
+        std::memset(&probe, 0, sizeof probe);
+        probe.struct_size = size;
+        ggemm_plan_desc read;
+        const ggemm_status_t read_status = ggemm::read_plan_desc(&probe, "desc", &read);
+        CHECK(init == read_status);
+        if (init != GGEMM_SUCCESS) {
+            CHECK(init == GGEMM_ERROR_STRUCT_SIZE);
+            CHECK(message_contains("ends inside a field of ggemm_plan_desc"));
+            CHECK(desc.struct_size == 0xabababab);
+        }
+    }
+    for (uint32_t size = GGEMM_ARGS_MIN_SIZE; size <= sizeof(ggemm_args); ++size) {
+        CAPTURE(size);
+        ggemm_args args;
+        std::memset(&args, 0xab, sizeof args);
+        const ggemm_status_t init = ggemm_args_init(&args, size);
+        ggemm_args probe;
+        std::memset(&probe, 0, sizeof probe);
+        probe.struct_size = size;
+        ggemm_args read;
+        CHECK(init == ggemm::read_args(&probe, "args", &read));
+        if (init != GGEMM_SUCCESS) CHECK(message_contains("ends inside a field of ggemm_args"));
+    }
+    ggemm_plan_desc desc;
+    CHECK(ggemm_plan_desc_init(&desc, GGEMM_PLAN_DESC_MIN_SIZE + 2) == GGEMM_ERROR_STRUCT_SIZE);
+    CHECK(ggemm_args_init(nullptr, GGEMM_ARGS_MIN_SIZE + 4) == GGEMM_ERROR_NULL_ARGUMENT);
+    ggemm_args args;
+    CHECK(ggemm_args_init(&args, GGEMM_ARGS_MIN_SIZE + 4) == GGEMM_ERROR_STRUCT_SIZE);
+}
+
 TEST_CASE("reading an older, smaller descriptor defaults the missing fields") {
     // The caller's struct ends at struct_size: whatever follows in memory is not theirs.
     unsigned char bytes[sizeof(ggemm_plan_desc)];

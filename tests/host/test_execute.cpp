@@ -121,6 +121,38 @@ TEST_CASE("the driver launch declines what it cannot launch, and counts it") {
     CHECK(ggemm::driver_launch_fallbacks() == before + 2);
 }
 
+TEST_CASE("execute checks its arguments before any CUDA call") {
+    // Without a driver every CUDA call fails: each refusal below must still name the argument,
+    // not the runtime. With a GPU the same refusals come first as well.
+    const std::vector<ggemm::KernelVariant> variants = width_variants();
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(valid_desc(), sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    ggemm_args args = valid_args();
+    args.m = 100;
+    CHECK(ggemm_execute(&plan, &args, nullptr) == GGEMM_ERROR_INVALID_SHAPE);
+    CHECK(message_contains("args->m must be a multiple of 256, got 100"));
+    args = valid_args();
+    args.a = nullptr;
+    CHECK(ggemm_execute(&plan, &args, nullptr) == GGEMM_ERROR_NULL_ARGUMENT);
+    CHECK(message_contains("args->a is NULL"));
+    args = valid_args();
+    args.d = at(kDevice0 + 8);
+    CHECK(ggemm_execute(&plan, &args, nullptr) == GGEMM_ERROR_MISALIGNED);
+    args = valid_args();
+    args.b_ptrs = at<const uint64_t>(kDevice0);
+    CHECK(ggemm_execute(&plan, &args, nullptr) == GGEMM_ERROR_WEIGHT_SOURCE);
+    args = valid_args();
+    args.struct_size = GGEMM_ARGS_MIN_SIZE + 4;
+    CHECK(ggemm_execute(&plan, &args, nullptr) == GGEMM_ERROR_STRUCT_SIZE);
+    CHECK(ggemm_execute(&plan, nullptr, nullptr) == GGEMM_ERROR_NULL_ARGUMENT);
+    if (!runtime_works()) {
+        // Arguments that pass every field rule reach the device questions, which fail here.
+        args = valid_args();
+        CHECK(ggemm_execute(&plan, &args, nullptr) == GGEMM_ERROR_CUDA);
+        CHECK(message_contains("cudaGetDevice failed"));
+    }
+}
+
 TEST_CASE("the real pointer oracle leaves no runtime error behind") {
     std::vector<char> host(64);
     const ggemm::PointerFacts facts = ggemm::cuda_pointer_oracle().query(host.data());

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "src/device.h"
 #include "src/error.h"
 #include "src/plan.h"
+#include "src/plan_cache.h"
 #include "src/pointer_oracle.h"
 #include "src/structs.h"
 
@@ -44,7 +46,7 @@ inline ggemm::DeviceInfo sm100_device() {
 
 inline ggemm::DeviceInfo absent_device() {
     ggemm::DeviceInfo device;
-    device.absence_reason = "no CUDA-capable device is detected";
+    std::snprintf(device.absence_reason, sizeof device.absence_reason, "no CUDA-capable device is detected");
     return device;
 }
 
@@ -99,6 +101,38 @@ inline ggemm_plan_desc valid_desc() {
     desc.num_experts = 8;
     return desc;
 }
+
+// The one-shot cache's plan factory without a GPU: the real planner over a fake SM90 device
+// and width_variants(). Install it with ScopedPlanFactory.
+inline ggemm_status_t fake_plan_factory(const ggemm_plan_desc& desc, std::unique_ptr<ggemm_plan>* plan) {
+    static const std::vector<ggemm::KernelVariant> variants = width_variants();
+    auto built = std::make_unique<ggemm_plan>();
+    const ggemm_status_t status = ggemm::build_plan(desc, sm90_device(), list_of(variants), built.get());
+    if (status == GGEMM_SUCCESS) *plan = std::move(built);
+    return status;
+}
+
+// Installs a plan factory in the cache for one scope, with an empty cache of the default
+// capacity at both ends.
+class ScopedPlanFactory {
+public:
+    explicit ScopedPlanFactory(ggemm::PlanFactory factory) : previous_(ggemm::set_plan_factory(factory)) {
+        reset();
+    }
+    ~ScopedPlanFactory() {
+        reset();
+        ggemm::set_plan_factory(previous_);
+    }
+    ScopedPlanFactory(const ScopedPlanFactory&) = delete;
+    ScopedPlanFactory& operator=(const ScopedPlanFactory&) = delete;
+
+private:
+    static void reset() {
+        ggemm::plan_cache_clear();
+        ggemm::plan_cache_set_capacity(ggemm::kDefaultPlanCacheCapacity);
+    }
+    ggemm::PlanFactory previous_;
+};
 
 // Memory as the tests say it is: address ranges with facts; anything else is pageable host.
 class FakeOracle final : public ggemm::PointerOracle {
