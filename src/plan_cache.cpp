@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/common/workspace.h"
+#include "src/workspace.h"
 #include "src/error.h"
 #include "src/execute.h"
 #include "src/structs.h"
@@ -151,7 +151,7 @@ GGEMM_API ggemm_status_t ggemm_grouped_gemm(const ggemm_plan_desc* desc, const g
     });
 }
 
-// The size depends on the descriptor alone (kernels/common/workspace.h): no device, no plan.
+// The size depends on the descriptor alone (src/workspace.h): no device, no plan.
 GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint64_t* bytes) {
     return ggemm::guarded("ggemm_workspace_size", [&] {
         if (bytes == nullptr) return ggemm::fail(GGEMM_ERROR_NULL_ARGUMENT, "bytes is NULL");

@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "fuzz_input.h"
+#include "tests/fuzz/fuzz_input.h"
 #include "ggemm.h"
 #include "src/error.h"
 #include "src/plan.h"

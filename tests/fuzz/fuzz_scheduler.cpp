@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "fuzz_input.h"
+#include "tests/fuzz/fuzz_input.h"
 #include "kernels/common/scheduler.h"
 #include "kernels/common/tail_split.h"
 
@@ -31,6 +31,7 @@ struct Case {
     std::vector<int32_t> offsets;
     bool discrete;
     std::vector<uint64_t> b_ptrs;
+    std::vector<uint32_t> weight_status;  // what the map builder records from b_ptrs
     int32_t grid;
     int32_t group_m;
     int32_t max_pieces;
@@ -52,11 +53,11 @@ struct Case {
     std::abort();
 }
 
-// The scheduler as the kernels construct it, with the per-expert weight-validity input in this
-// one place: today the scheduler reads the pointer array itself (nullptr in dense mode).
+// The scheduler as the kernels construct it: in discrete mode it decides from the status words
+// the map builder records from its one read of b_ptrs (nullptr in dense mode).
 template <int kTileM, int kTileN>
 ggemm::GroupedTileScheduler<kTileM, kTileN> make_scheduler(const Case& c) {
-    return ggemm::GroupedTileScheduler<kTileM, kTileN>(c.offsets.data(), c.discrete ? c.b_ptrs.data() : nullptr,
+    return ggemm::GroupedTileScheduler<kTileM, kTileN>(c.offsets.data(), c.discrete ? c.weight_status.data() : nullptr,
                                                        c.m, c.num_experts, c.n, c.group_m);
 }
 
@@ -210,7 +211,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         previous = next_offset(in, previous, c.m);
         c.offsets.push_back(previous);
     }
-    for (int32_t g = 0; c.discrete && g < c.num_experts; ++g) c.b_ptrs.push_back(next_pointer(in, g));
+    for (int32_t g = 0; c.discrete && g < c.num_experts; ++g) {
+        c.b_ptrs.push_back(next_pointer(in, g));
+        c.weight_status.push_back(ggemm::weight_pointer_status(c.b_ptrs.back()));
+    }
     // The tile shapes of the SM90 and SM100 variants.
     switch (shape) {
         case 0: replay<128, 256>(c); break;

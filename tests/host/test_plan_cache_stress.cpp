@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "src/plan_cache.h"
-#include "test_fakes.h"
+#include "tests/host/test_fakes.h"
 
 using namespace ggemm_fakes;
 
