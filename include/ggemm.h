@@ -254,6 +254,86 @@ GGEMM_API ggemm_status_t ggemm_check_weight_pointers(const uint64_t* host_ptrs,
 /* ggemm_check_weight_pointers' device: check NULL entries and alignment only. */
 #define GGEMM_DEVICE_ANY (-1)
 
+/* ---------------------------------------------------------------------------------------------
+ * Weight gradient (wgrad): a second plan kind, grouped along the rows (the GEMM's K).
+ *
+ * Experts own the same contiguous, 256-aligned row ranges as in the forward: expert g owns rows
+ * [padded_offsets[g-1], padded_offsets[g]) (padded_offsets[-1] = 0) of two row-major bf16
+ * matrices X1 (M x P) and X2 (M x Q). For each expert, a P x Q result:
+ *
+ *   acc    = sum over the expert's rows r of X1[r,p] * X2[r,q]      (fp32 accumulation)
+ *   v      = acc * alpha[g]                                          (fp32)
+ *   overwrite:   W_g[p,q] = cvt(v)
+ *   accumulate:  W_g[p,q] = cvt(float(W_g[p,q]) + v)                 (one rounding)
+ *
+ * For a layer's weight gradient dW_g = dY_g^T X_g: X1 = dY (M x N), X2 = X (M x K). An expert
+ * with no rows gets zeros in overwrite mode and is left untouched in accumulate mode.
+ *
+ * A wgrad plan is an ordinary ggemm_plan_t: ggemm_plan_destroy, ggemm_plan_workspace_size and
+ * ggemm_plan_describe serve it; it runs through ggemm_wgrad_execute (ggemm_execute refuses it,
+ * and ggemm_wgrad_execute refuses a forward plan). Same guarantees as the forward: no host
+ * synchronization, graph-capturable, bitwise deterministic, offsets checked on the device.
+ * ------------------------------------------------------------------------------------------- */
+#define GGEMM_WGRAD_OUTPUT_DENSE    0 /* out: one L x P x Q tensor */
+#define GGEMM_WGRAD_OUTPUT_POINTERS 1 /* out_ptrs: a device array of L pointers to P x Q matrices */
+
+/* Bits of *device_status set by ggemm_wgrad_execute besides the offset bits: an out_ptrs entry
+ * that is NULL or not 16-byte aligned. That expert is skipped (nothing is written for it). */
+#define GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL       0x40u
+#define GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED 0x80u
+
+typedef struct ggemm_wgrad_desc {
+    uint32_t struct_size;
+    int32_t device;          /* CUDA device ordinal the plan runs on (default 0) */
+    int64_t m_capacity;      /* largest M this plan will execute: a multiple of 256, >= 256 */
+    int64_t p;               /* columns of X1, rows of each W_g: >= 8, multiple of 8 */
+    int64_t q;               /* columns of X2 and of each W_g: >= 8, multiple of 8 */
+    int32_t num_experts;     /* L: 1..1024 */
+    int32_t out_dtype;       /* GGEMM_DTYPE_FP32 (default), BF16 or FP16 */
+    int32_t output_mode;     /* GGEMM_WGRAD_OUTPUT_* (default DENSE) */
+    int32_t accumulate;      /* 0: overwrite (default); 1: add into the existing output */
+    int32_t scheduler;       /* GGEMM_SCHEDULER_* (default STATIC) */
+    int32_t sm_margin;       /* SMs to leave free for overlapping work (default 0) */
+    int32_t reserved0;       /* must be 0 */
+    int32_t reserved1;       /* must be 0 */
+} ggemm_wgrad_desc;
+
+#define GGEMM_WGRAD_DESC_MIN_SIZE 64u
+
+/* Zeroes the first struct_size bytes of *desc, then writes struct_size and the defaults. */
+GGEMM_API ggemm_status_t ggemm_wgrad_desc_init(ggemm_wgrad_desc* desc, uint32_t struct_size);
+
+/* Per-call arguments of a wgrad plan. Device pointers of the plan's device; data pointers and
+ * every out_ptrs entry 16-byte aligned, out_ptrs itself 8-byte aligned. */
+typedef struct ggemm_wgrad_args {
+    uint32_t struct_size;
+    uint32_t reserved0;            /* must be 0 */
+    int64_t m;                     /* rows of X1 and X2 this call: multiple of 256, <= m_capacity */
+    const void* x1;                /* M x P bf16 (may be NULL when m is 0) */
+    const void* x2;                /* M x Q bf16 (may be NULL when m is 0) */
+    const int32_t* padded_offsets; /* L int32 cumulative row ends */
+    const float* alpha;            /* L fp32, or NULL: every alpha is 1 */
+    void* out;                     /* dense: L x P x Q of out_dtype; NULL in pointer mode */
+    const uint64_t* out_ptrs;      /* pointers: L device pointers to P x Q; NULL in dense mode */
+    void* workspace;               /* ggemm_plan_workspace_size bytes, 128-byte aligned; may be NULL if 0 */
+    uint64_t workspace_size;       /* bytes available at workspace */
+    uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits of this call, written in-stream */
+} ggemm_wgrad_args;
+
+#define GGEMM_WGRAD_ARGS_MIN_SIZE 88u
+
+/* Zeroes the first struct_size bytes of *args and writes struct_size. */
+GGEMM_API ggemm_status_t ggemm_wgrad_args_init(ggemm_wgrad_args* args, uint32_t struct_size);
+
+/* Validates *desc and creates a wgrad plan (SM90 only: refused on SM100 with
+ * GGEMM_ERROR_UNSUPPORTED_CONFIG). */
+GGEMM_API ggemm_status_t ggemm_wgrad_plan_create(ggemm_plan_t* plan, const ggemm_wgrad_desc* desc);
+
+/* Validates *args against the wgrad plan and enqueues the weight gradient on stream. Launches
+ * even when M is 0 (overwrite mode then writes zeros to every expert's output). */
+GGEMM_API ggemm_status_t ggemm_wgrad_execute(ggemm_plan_t plan, const ggemm_wgrad_args* args,
+                                             struct CUstream_st* stream);
+
 #ifdef __cplusplus
 }
 #endif

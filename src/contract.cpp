@@ -22,6 +22,10 @@ static_assert(GGEMM_DEVICE_STATUS_WEIGHT_PTR_NULL == kStatusWeightPtrNull,
               "GGEMM_DEVICE_STATUS_WEIGHT_PTR_NULL must equal ggemm::kStatusWeightPtrNull");
 static_assert(GGEMM_DEVICE_STATUS_WEIGHT_PTR_MISALIGNED == kStatusWeightPtrMisaligned,
               "GGEMM_DEVICE_STATUS_WEIGHT_PTR_MISALIGNED must equal ggemm::kStatusWeightPtrMisaligned");
+static_assert(GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL == kStatusOutputPtrNull,
+              "GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL must equal ggemm::kStatusOutputPtrNull");
+static_assert(GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED == kStatusOutputPtrMisaligned,
+              "GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED must equal ggemm::kStatusOutputPtrMisaligned");
 
 static_assert(GGEMM_DTYPE_NONE == kDTypeNone, "GGEMM_DTYPE_NONE must equal ggemm::kDTypeNone");
 static_assert(GGEMM_DTYPE_BF16 == kBF16, "GGEMM_DTYPE_BF16 must equal ggemm::kBF16");
@@ -33,5 +37,10 @@ static_assert(GGEMM_WEIGHTS_DISCRETE == kDiscrete, "GGEMM_WEIGHTS_DISCRETE must 
 
 static_assert(GGEMM_SCHEDULER_STATIC == kStatic, "GGEMM_SCHEDULER_STATIC must equal ggemm::kStatic");
 static_assert(GGEMM_SCHEDULER_DYNAMIC == kDynamic, "GGEMM_SCHEDULER_DYNAMIC must equal ggemm::kDynamic");
+
+static_assert(GGEMM_WGRAD_OUTPUT_DENSE == kWgradOutputDense,
+              "GGEMM_WGRAD_OUTPUT_DENSE must equal ggemm::kWgradOutputDense");
+static_assert(GGEMM_WGRAD_OUTPUT_POINTERS == kWgradOutputPointers,
+              "GGEMM_WGRAD_OUTPUT_POINTERS must equal ggemm::kWgradOutputPointers");
 
 }  // namespace ggemm

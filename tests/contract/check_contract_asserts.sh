@@ -75,6 +75,13 @@ expect_caught contract 's/kStatusWeightPtrNull = 0x10u;/kStatusWeightPtrNull = 0
     "GGEMM_DEVICE_STATUS_WEIGHT_PTR_NULL must equal"
 expect_caught contract 's/kStatusWeightPtrMisaligned = 0x20u;/kStatusWeightPtrMisaligned = 0x40u;/' \
     "GGEMM_DEVICE_STATUS_WEIGHT_PTR_MISALIGNED must equal"
+expect_caught contract 's/kStatusOutputPtrNull = 0x40u;/kStatusOutputPtrNull = 0x100u;/' \
+    "GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL must equal"
+expect_caught contract 's/kStatusOutputPtrMisaligned = 0x80u;/kStatusOutputPtrMisaligned = 0x100u;/' \
+    "GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED must equal"
+expect_caught contract 's/kWgradOutputDense = 0,/kWgradOutputDense = 2,/' "GGEMM_WGRAD_OUTPUT_DENSE must equal"
+expect_caught contract 's/kWgradOutputPointers = 1 }/kWgradOutputPointers = 2 }/' \
+    "GGEMM_WGRAD_OUTPUT_POINTERS must equal"
 expect_caught contract 's/kDTypeNone = 0,/kDTypeNone = 4,/' "GGEMM_DTYPE_NONE must equal"
 expect_caught contract 's/kBF16 = 1,/kBF16 = 5,/' "GGEMM_DTYPE_BF16 must equal"
 expect_caught contract 's/kFP16 = 2,/kFP16 = 5,/' "GGEMM_DTYPE_FP16 must equal"

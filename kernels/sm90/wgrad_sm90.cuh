@@ -1,0 +1,313 @@
+// The SM90 weight gradient, grouped along K: W_g = alpha_g * X1_g^T X2_g for every expert g,
+// where X1_g and X2_g are the expert's rows of X1 (M x P) and X2 (M x Q). Persistent,
+// warp-specialized, TMA + wgmma, like the forward (grouped_gemm_sm90.cuh).
+//
+// Read top to bottom: configuration and its compile-time checks, shared-memory carve-up,
+// barrier init, role split with register reallocation, producer loop, math loop, epilogue.
+//
+// A tile is 128 rows of P x kTileQ columns of Q of one expert's output, summed over all the
+// expert's rows (no split of K: each output element is written by one CTA in one fixed order,
+// so results are bitwise reproducible). Warpgroup 0 is the producer: one thread walks the tile
+// schedule (wgrad_schedule.h), decides what each tile does (sum, zeros, or nothing), publishes
+// it to the math warpgroups through a small ring, and streams 64-row k-blocks of X1 and X2 into
+// a multi-stage shared-memory ring with TMA. Both operands stay as stored: the row index r is
+// the GEMM's K, so they are MN-major in shared memory (wgrad_layout_sm90.h) and the wgmma reads
+// them transposed. Warpgroups 1 and 2 each own 64 rows of P and issue m64 n kTileQ k16 wgmma,
+// keeping one batch in flight, then store their accumulators (wgrad_epilogue_sm90.cuh).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (a type only)
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "kernels/common/contract.h"
+#include "kernels/common/wgrad_params.h"
+#include "kernels/common/wgrad_schedule.h"
+#include "kernels/sm90/wgrad_epilogue_sm90.cuh"
+#include "kernels/sm90/wgrad_layout_sm90.h"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+#include "ptx/wgmma_mma_mn.cuh"
+
+namespace ggemm::sm90 {
+
+template <int kTileQ_, int kStages_>
+struct WgradConfig {
+    static constexpr int kTileP = 128;  // two math warpgroups x 64 rows of P (wgmma M = 64)
+    static constexpr int kTileQ = kTileQ_;
+    static constexpr int kStages = kStages_;
+    static constexpr int kBlockRows = kWgradBlockRows;  // rows r (the GEMM's K) per stage
+    static constexpr int kMathWarpgroups = 2;
+    static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
+    static constexpr int kMathWarps = kMathWarpgroups * 4;
+    static constexpr int kTileRing = 2;  // tiles published ahead to the math warpgroups
+    static constexpr int kX1Boxes = kTileP / kWgradBoxColumns;
+    static constexpr int kX2Boxes = kTileQ / kWgradBoxColumns;
+    static constexpr uint32_t kStageBytes = (kX1Boxes + kX2Boxes) * kWgradBoxBytes;
+    // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap).
+    static constexpr int kProducerRegisters = 56;
+    static constexpr int kMathRegisters = 224;
+
+    static_assert(128 * kProducerRegisters + 128 * kMathWarpgroups * kMathRegisters <=
+                      kThreads * (65536 / kThreads / 8 * 8),
+                  "setmaxnreg budget exceeds the registers the launch gave the CTA");
+    static_assert(kTileP == 64 * kMathWarpgroups, "one 64-row wgmma M per math warpgroup, one box each");
+    static_assert(kTileQ % kWgradBoxColumns == 0 && kTileQ <= 256, "whole boxes; wgmma N <= 256");
+    static_assert(kSegmentAlignment % kBlockRows == 0, "segments hold whole k-blocks: no row tails");
+};
+
+// One tile as the producer publishes it to the math warpgroups.
+struct WgradTileSlot {
+    uint64_t out;      // the expert's P x Q output (device address); unused when action is kSkip
+    int32_t expert;    // -1: no more tiles
+    int32_t action;    // WgradAction
+    int32_t k_blocks;  // 64-row blocks to sum (kSum)
+    int32_t p_begin;
+    int32_t q_begin;
+    int32_t row_begin; // the expert's first row (kSum)
+};
+
+template <class Cfg>
+struct WgradSharedStorage {
+    // Each box starts on a 1024-byte boundary (the 128-byte swizzle atom; descriptors assume base
+    // offset 0): boxes are 8 KB and stages 1024-aligned.
+    struct alignas(1024) Stage {
+        __nv_bfloat16 x1[Cfg::kTileP * Cfg::kBlockRows];
+        __nv_bfloat16 x2[Cfg::kTileQ * Cfg::kBlockRows];
+    };
+    Stage stages[Cfg::kStages];
+    uint64_t full[Cfg::kStages];   // TMA bytes landed in the stage
+    uint64_t empty[Cfg::kStages];  // every math warp is done reading the stage
+    uint64_t tile_full[Cfg::kTileRing];
+    uint64_t tile_empty[Cfg::kTileRing];
+    WgradTileSlot tiles[Cfg::kTileRing];
+    int32_t offsets[kMaxExperts];
+    uint32_t status;
+};
+
+// Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
+template <class Cfg>
+constexpr int kWgradSmemBytes = static_cast<int>(sizeof(WgradSharedStorage<Cfg>)) + 1024;
+
+constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
+
+__device__ __forceinline__ int32_t out_dtype_bytes(int32_t dtype) { return dtype == kFP32 ? 4 : 2; }
+
+// What tile `position` does: the producer decides once, the math warpgroups follow.
+__device__ __forceinline__ WgradTileSlot plan_tile(const WgradTilePosition& position, ExpertRowCursor& cursor,
+                                                   const WgradKernelArgs& args) {
+    WgradTileSlot slot{};
+    slot.expert = position.expert;
+    slot.action = static_cast<int32_t>(WgradAction::kSkip);
+    if (position.expert < 0) return slot;
+    const WgradExpert rows = cursor.rows(position.expert);
+    bool out_ok = true;
+    if (args.output_mode == kWgradOutputPointers) {
+        slot.out = args.out_ptrs[position.expert];
+        out_ok = output_pointer_status(slot.out) == 0;
+    } else {
+        slot.out = reinterpret_cast<uint64_t>(args.out) + static_cast<uint64_t>(position.expert) *
+                                                              static_cast<uint64_t>(args.p) *
+                                                              static_cast<uint64_t>(args.q) *
+                                                              static_cast<uint64_t>(out_dtype_bytes(args.out_dtype));
+    }
+    slot.action = static_cast<int32_t>(
+        wgrad_action(rows.usable, rows.row_end - rows.row_begin, out_ok, args.accumulate != 0));
+    slot.k_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin) / kWgradBlockRows);
+    slot.p_begin = position.p_begin;
+    slot.q_begin = position.q_begin;
+    slot.row_begin = static_cast<int32_t>(rows.row_begin);
+    return slot;
+}
+
+template <class Cfg>
+__device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const CUtensorMap* x1_map,
+                                        const CUtensorMap* x2_map, const WgradKernelArgs& args) {
+    const WgradTiles tiles = wgrad_tiles(args.num_experts, args.p, args.q, Cfg::kTileP, Cfg::kTileQ);
+    ExpertRowCursor cursor(s.offsets, args.m);
+    const bool dynamic = args.scheduler == kDynamic;
+    int64_t item = dynamic ? static_cast<int64_t>(atomicAdd(args.tile_counter, 1ull)) : blockIdx.x;
+    uint32_t stage = 0, phase = 0;
+    for (uint32_t i = 0;; ++i) {
+        const WgradTileSlot tile = plan_tile(tiles.at(item), cursor, args);
+        const uint32_t slot = i % Cfg::kTileRing;
+        ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
+        s.tiles[slot] = tile;
+        ptx::mbarrier_arrive(&s.tile_full[slot]);
+        if (tile.expert < 0) return;
+        // Claim the next tile now so the atomic's latency hides behind this one's loads.
+        item = dynamic ? static_cast<int64_t>(atomicAdd(args.tile_counter, 1ull)) : item + gridDim.x;
+        if (tile.action != static_cast<int32_t>(WgradAction::kSum)) continue;
+
+        for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+            ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
+            auto& st = s.stages[stage];
+            ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kStageBytes);
+            const int32_t row = tile.row_begin + kb * Cfg::kBlockRows;
+            // Boxes past P or Q arrive as zeros and still count their full bytes.
+#pragma unroll
+            for (int b = 0; b < Cfg::kX1Boxes; ++b) {
+                ptx::tma_load_2d(st.x1 + b * kWgradBoxColumns * Cfg::kBlockRows, x1_map, &s.full[stage],
+                                 tile.p_begin + b * kWgradBoxColumns, row);
+            }
+#pragma unroll
+            for (int b = 0; b < Cfg::kX2Boxes; ++b) {
+                ptx::tma_load_2d(st.x2 + b * kWgradBoxColumns * Cfg::kBlockRows, x2_map, &s.full[stage],
+                                 tile.q_begin + b * kWgradBoxColumns, row);
+            }
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+    }
+}
+
+// One tile's sum over its k-blocks: m64 n kTileQ k16 wgmma with both operands MN-major, keeping
+// one batch in flight and releasing each stage as soon as its batch is done.
+template <class Cfg>
+__device__ __forceinline__ void wgrad_main_loop(WgradSharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup,
+                                                int lane, float (&acc)[Cfg::kTileQ / 2], uint32_t& stage,
+                                                uint32_t& phase) {
+    using Mma = ptx::WgmmaMnMajor<Cfg::kTileQ>;
+    uint32_t previous_stage = 0;
+    for (int32_t kb = 0; kb < k_blocks; ++kb) {
+        ptx::mbarrier_wait(&s.full[stage], phase);
+        // The warpgroup's 64 columns of P are box `warpgroup` of X1.
+        const uint32_t a_box = ptx::smem_addr(s.stages[stage].x1) + warpgroup * kWgradBoxBytes;
+        const uint32_t b_box = ptx::smem_addr(s.stages[stage].x2);
+#pragma unroll
+        for (int r = 0; r < Cfg::kTileQ / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < Cfg::kBlockRows / 16; ++k) {
+            Mma::mma(acc, wgrad_operand_desc(a_box, k), wgrad_operand_desc(b_box, k), (kb > 0 || k > 0) ? 1u : 0u);
+        }
+        ptx::wgmma_commit();
+#pragma unroll
+        for (int r = 0; r < Cfg::kTileQ / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        if (kb > 0) {
+            ptx::wgmma_wait<1>();
+            if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+        }
+        previous_stage = stage;
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+    ptx::wgmma_wait<0>();
+    if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+#pragma unroll
+    for (int r = 0; r < Cfg::kTileQ / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+}
+
+// Lane 0 reads the slot, the warp shares it, and lane 0 releases it: every read of the slot is
+// followed in its own thread by the arrive the producer waits for.
+__device__ __forceinline__ WgradTileSlot read_wgrad_slot(const WgradTileSlot* slot, int lane) {
+    WgradTileSlot tile{};
+    if (lane == 0) tile = *slot;
+    tile.out = __shfl_sync(0xffffffffu, tile.out, 0);
+    tile.expert = __shfl_sync(0xffffffffu, tile.expert, 0);
+    tile.action = __shfl_sync(0xffffffffu, tile.action, 0);
+    tile.k_blocks = __shfl_sync(0xffffffffu, tile.k_blocks, 0);
+    tile.p_begin = __shfl_sync(0xffffffffu, tile.p_begin, 0);
+    tile.q_begin = __shfl_sync(0xffffffffu, tile.q_begin, 0);
+    return tile;
+}
+
+template <class Cfg>
+__device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const WgradKernelArgs& args,
+                                              int warpgroup) {
+    const int lane = threadIdx.x % 32;
+    const int warp = (threadIdx.x % 128) / 32;
+    float acc[Cfg::kTileQ / 2];
+    uint32_t stage = 0, phase = 0;
+    for (uint32_t i = 0;; ++i) {
+        const uint32_t slot = i % Cfg::kTileRing;
+        ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
+        const WgradTileSlot tile = read_wgrad_slot(&s.tiles[slot], lane);
+        if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
+        if (tile.expert < 0) return;
+        if (tile.action == static_cast<int32_t>(WgradAction::kSkip)) continue;
+        WgradFragment fragment;
+        fragment.expert_out = reinterpret_cast<void*>(tile.out);
+        fragment.p = args.p;
+        fragment.q = args.q;
+        fragment.row = tile.p_begin + warpgroup * 64 + warp * 16 + lane / 4;
+        fragment.q_begin = tile.q_begin;
+        // Read before the main loop, so its latency hides behind it.
+        fragment.alpha = args.alpha != nullptr ? args.alpha[tile.expert] : 1.0f;
+        if (tile.action == static_cast<int32_t>(WgradAction::kZeros)) {
+            // An empty expert: exact zeros, whatever alpha holds (and no accumulator involved, so
+            // the registers of the main loop are not shared with a second definition).
+            store_wgrad_zeros<Cfg::kTileQ>(fragment, args.out_dtype);
+            continue;
+        }
+        wgrad_main_loop<Cfg>(s, tile.k_blocks, warpgroup, lane, acc, stage, phase);
+        store_wgrad_tile<Cfg::kTileQ>(fragment, args.out_dtype, args.accumulate != 0, acc);
+    }
+}
+
+// Block 0 checks every offset and output pointer and writes the status word whole, so the host
+// need not clear it first. Every thread of block 0 calls this.
+template <class Cfg>
+__device__ __forceinline__ void report_wgrad_status(WgradSharedStorage<Cfg>& s, const WgradKernelArgs& args,
+                                                    int thread) {
+    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) {
+        uint32_t bits = offset_status(g == 0 ? 0 : s.offsets[g - 1], s.offsets[g], args.m);
+        if (args.output_mode == kWgradOutputPointers) bits |= output_pointer_status(args.out_ptrs[g]);
+        if (bits != 0) atomicOr(&s.status, bits);
+    }
+    __syncthreads();
+    if (thread == 0) *args.device_status = s.status;
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    wgrad_sm90(const __grid_constant__ CUtensorMap x1_map, const __grid_constant__ CUtensorMap x2_map,
+               const WgradKernelArgs args) {
+    static_assert(kWgradSmemBytes<Cfg> <= kWgradSharedMemoryLimit, "stages + offsets exceed 227 KB");
+#if defined(GGEMM_PTX_SM90A)
+    extern __shared__ uint8_t smem_raw[];
+    auto& s = *reinterpret_cast<WgradSharedStorage<Cfg>*>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+    const int thread = threadIdx.x;
+
+    if (thread == 0) {
+        for (int i = 0; i < Cfg::kStages; ++i) {
+            ptx::mbarrier_init(&s.full[i], 1);
+            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps);
+        }
+        for (int i = 0; i < Cfg::kTileRing; ++i) {
+            ptx::mbarrier_init(&s.tile_full[i], 1);
+            ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
+        }
+        s.status = 0;
+        ptx::fence_mbarrier_init();
+    }
+    // With M = 0 the maps were never encoded (nothing is loaded): do not touch them.
+    if (thread == 32 && args.m > 0) {
+        ptx::tma_prefetch_map(&x1_map);
+        ptx::tma_prefetch_map(&x2_map);
+    }
+    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
+    __syncthreads();
+
+    if (blockIdx.x == 0 && args.device_status != nullptr) report_wgrad_status<Cfg>(s, args, thread);
+
+    const int warpgroup = thread / 128;
+    if (warpgroup == 0) {
+        ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
+        if (thread == 0) wgrad_produce<Cfg>(s, &x1_map, &x2_map, args);
+    } else {
+        ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
+        wgrad_compute<Cfg>(s, args, warpgroup - 1);
+    }
+#endif
+}
+
+}  // namespace ggemm::sm90
