@@ -174,6 +174,11 @@ GGEMM_API ggemm_status_t ggemm_execute(ggemm_plan_t plan, const ggemm_args* args
         if (plan == nullptr) {
             return ggemm::fail(GGEMM_ERROR_NULL_ARGUMENT, "plan is NULL (create one with ggemm_plan_create)");
         }
+        if (plan->kind != ggemm::PlanKind::kForward) {
+            return ggemm::fail(GGEMM_ERROR_INVALID_VALUE,
+                               "plan is a weight-gradient plan (ggemm_wgrad_plan_create): run it with "
+                               "ggemm_wgrad_execute; ggemm_execute takes a plan from ggemm_plan_create");
+        }
         return ggemm::execute_plan(*plan, args, plan->desc.m_capacity, stream);
     });
 }

@@ -126,6 +126,11 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
 
 }  // namespace
 
+uint64_t next_plan_serial() noexcept {
+    static std::atomic<uint64_t> last_serial{0};
+    return ++last_serial;
+}
+
 VariantList compiled_variants(int32_t arch) noexcept {
     VariantList list;
     if (arch == 90) list.items = sm90_variants(&list.count);
@@ -170,8 +175,7 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
     plan->grid = best->score.grid;
     plan->workspace_bytes = workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts);
     plan->description = describe_plan(*plan, candidates, *best, excluded);
-    static std::atomic<uint64_t> last_serial{0};
-    plan->serial = ++last_serial;
+    plan->serial = next_plan_serial();
     return GGEMM_SUCCESS;
 }
 

@@ -10,6 +10,22 @@
 #include "ggemm.h"
 #include "src/kernel_variant.h"
 #include "src/device.h"
+#include "src/wgrad_variant.h"
+
+namespace ggemm {
+
+// What a plan computes: the forward grouped GEMM (ggemm_plan_create, ggemm_execute) or the
+// weight gradient (ggemm_wgrad_plan_create, ggemm_wgrad_execute). Each execute refuses the
+// other kind.
+enum class PlanKind : int32_t { kForward = 0, kWgrad = 1 };
+
+// The weight gradient's part of a plan (kind == kWgrad).
+struct WgradPlan {
+    ggemm_wgrad_desc desc{};  // validated, every default filled in
+    WgradVariant variant{};   // the chosen one
+};
+
+}  // namespace ggemm
 
 struct ggemm_plan {
     ggemm_plan_desc desc;          // validated, every default filled in
@@ -19,6 +35,10 @@ struct ggemm_plan {
     uint64_t workspace_bytes = 0;
     std::string description;       // ggemm_plan_describe's text
     uint64_t serial = 0;           // unique among this process's plans (from 1), never reused
+    // The kind of plan; a wgrad plan uses `wgrad` with the device, grid, workspace, description
+    // and serial above (desc and variant stay unset).
+    ggemm::PlanKind kind = ggemm::PlanKind::kForward;
+    ggemm::WgradPlan wgrad;
 };
 
 namespace ggemm {
@@ -28,6 +48,9 @@ struct VariantList {
     const KernelVariant* items = nullptr;
     int count = 0;
 };
+
+// A new plan serial: unique among this process's plans of every kind, from 1, never reused.
+uint64_t next_plan_serial() noexcept;
 
 // The variants compiled into this library for `arch` (90 or 100); empty for any other.
 VariantList compiled_variants(int32_t arch) noexcept;

@@ -16,6 +16,14 @@ static_assert(GGEMM_ARGS_MIN_SIZE == offsetof(ggemm_args, device_status),
               "GGEMM_ARGS_MIN_SIZE must be the offset of the first optional field");
 static_assert(offsetof(ggemm_plan_desc, struct_size) == 0 && offsetof(ggemm_args, struct_size) == 0,
               "struct_size must come first");
+static_assert(GGEMM_WGRAD_DESC_MIN_SIZE == sizeof(ggemm_wgrad_desc) &&
+                  GGEMM_WGRAD_ARGS_MIN_SIZE == sizeof(ggemm_wgrad_args),
+              "the first version of the wgrad structs is the whole struct");
+static_assert(offsetof(ggemm_wgrad_desc, struct_size) == 0 && offsetof(ggemm_wgrad_args, struct_size) == 0,
+              "struct_size must come first");
+static_assert(std::is_trivially_copyable<ggemm_wgrad_desc>::value &&
+                  std::is_trivially_copyable<ggemm_wgrad_args>::value,
+              "size-first structs are copied bytewise");
 static_assert(std::is_trivially_copyable<ggemm_plan_desc>::value &&
                   std::is_trivially_copyable<ggemm_args>::value,
               "size-first structs are copied bytewise");
@@ -38,6 +46,9 @@ constexpr uint32_t kPlanDescSizes[] = {
     offsetof(ggemm_plan_desc, cluster_m), offsetof(ggemm_plan_desc, sm_margin),
     offsetof(ggemm_plan_desc, reserved0)};
 constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status)};
+// The wgrad structs have one version so far: no smaller size is an older one.
+constexpr uint32_t kWgradDescSizes[] = {sizeof(ggemm_wgrad_desc)};
+constexpr uint32_t kWgradArgsSizes[] = {sizeof(ggemm_wgrad_args)};
 
 template <std::size_t kCount>
 bool is_older_size(const uint32_t (&sizes)[kCount], uint32_t struct_size) {
@@ -148,6 +159,42 @@ ggemm_status_t read_args(const ggemm_args* user, const char* name, ggemm_args* o
     return status;
 }
 
+ggemm_status_t init_wgrad_desc(ggemm_wgrad_desc* desc, uint32_t struct_size) noexcept {
+    const ggemm_status_t status = check_init_size(desc, struct_size, GGEMM_WGRAD_DESC_MIN_SIZE, sizeof *desc,
+                                                  kWgradDescSizes, "ggemm_wgrad_desc_init", "ggemm_wgrad_desc");
+    if (status != GGEMM_SUCCESS) return status;
+    std::memset(desc, 0, struct_size);
+    // Zero already is device 0, dense output, overwrite, static scheduler, no margin.
+    desc->struct_size = struct_size;
+    desc->out_dtype = GGEMM_DTYPE_FP32;
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t init_wgrad_args(ggemm_wgrad_args* args, uint32_t struct_size) noexcept {
+    const ggemm_status_t status = check_init_size(args, struct_size, GGEMM_WGRAD_ARGS_MIN_SIZE, sizeof *args,
+                                                  kWgradArgsSizes, "ggemm_wgrad_args_init", "ggemm_wgrad_args");
+    if (status != GGEMM_SUCCESS) return status;
+    std::memset(args, 0, struct_size);
+    args->struct_size = struct_size;
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t read_wgrad_desc(const ggemm_wgrad_desc* user, const char* name, ggemm_wgrad_desc* out) noexcept {
+    init_wgrad_desc(out, sizeof *out);
+    const ggemm_status_t status = read_sized(user, name, "ggemm_wgrad_desc", GGEMM_WGRAD_DESC_MIN_SIZE,
+                                             sizeof *out, kWgradDescSizes, out);
+    out->struct_size = sizeof *out;
+    return status;
+}
+
+ggemm_status_t read_wgrad_args(const ggemm_wgrad_args* user, const char* name, ggemm_wgrad_args* out) noexcept {
+    init_wgrad_args(out, sizeof *out);
+    const ggemm_status_t status = read_sized(user, name, "ggemm_wgrad_args", GGEMM_WGRAD_ARGS_MIN_SIZE,
+                                             sizeof *out, kWgradArgsSizes, out);
+    out->struct_size = sizeof *out;
+    return status;
+}
+
 }  // namespace ggemm
 
 extern "C" {
@@ -159,6 +206,14 @@ GGEMM_API ggemm_status_t ggemm_plan_desc_init(ggemm_plan_desc* desc, uint32_t st
 
 GGEMM_API ggemm_status_t ggemm_args_init(ggemm_args* args, uint32_t struct_size) {
     return ggemm::guarded("ggemm_args_init", [&] { return ggemm::init_args(args, struct_size); });
+}
+
+GGEMM_API ggemm_status_t ggemm_wgrad_desc_init(ggemm_wgrad_desc* desc, uint32_t struct_size) {
+    return ggemm::guarded("ggemm_wgrad_desc_init", [&] { return ggemm::init_wgrad_desc(desc, struct_size); });
+}
+
+GGEMM_API ggemm_status_t ggemm_wgrad_args_init(ggemm_wgrad_args* args, uint32_t struct_size) {
+    return ggemm::guarded("ggemm_wgrad_args_init", [&] { return ggemm::init_wgrad_args(args, struct_size); });
 }
 
 }  // extern "C"

@@ -26,4 +26,10 @@ ggemm_status_t read_plan_desc(const ggemm_plan_desc* user, const char* name,
                               ggemm_plan_desc* out) noexcept;
 ggemm_status_t read_args(const ggemm_args* user, const char* name, ggemm_args* out) noexcept;
 
+// The weight gradient's structs, by the same rules.
+ggemm_status_t init_wgrad_desc(ggemm_wgrad_desc* desc, uint32_t struct_size) noexcept;
+ggemm_status_t init_wgrad_args(ggemm_wgrad_args* args, uint32_t struct_size) noexcept;
+ggemm_status_t read_wgrad_desc(const ggemm_wgrad_desc* user, const char* name, ggemm_wgrad_desc* out) noexcept;
+ggemm_status_t read_wgrad_args(const ggemm_wgrad_args* user, const char* name, ggemm_wgrad_args* out) noexcept;
+
 }  // namespace ggemm

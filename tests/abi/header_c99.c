@@ -47,6 +47,40 @@ ABI_ASSERT(args_workspace_size, offsetof(ggemm_args, workspace_size) == 96);
 ABI_ASSERT(args_device_status, offsetof(ggemm_args, device_status) == 104);
 ABI_ASSERT(args_min_size, GGEMM_ARGS_MIN_SIZE == offsetof(ggemm_args, device_status));
 
+ABI_ASSERT(wgrad_desc_size, sizeof(ggemm_wgrad_desc) == 64);
+ABI_ASSERT(wgrad_desc_struct_size, offsetof(ggemm_wgrad_desc, struct_size) == 0);
+ABI_ASSERT(wgrad_desc_device, offsetof(ggemm_wgrad_desc, device) == 4);
+ABI_ASSERT(wgrad_desc_m_capacity, offsetof(ggemm_wgrad_desc, m_capacity) == 8);
+ABI_ASSERT(wgrad_desc_p, offsetof(ggemm_wgrad_desc, p) == 16);
+ABI_ASSERT(wgrad_desc_q, offsetof(ggemm_wgrad_desc, q) == 24);
+ABI_ASSERT(wgrad_desc_num_experts, offsetof(ggemm_wgrad_desc, num_experts) == 32);
+ABI_ASSERT(wgrad_desc_out_dtype, offsetof(ggemm_wgrad_desc, out_dtype) == 36);
+ABI_ASSERT(wgrad_desc_output_mode, offsetof(ggemm_wgrad_desc, output_mode) == 40);
+ABI_ASSERT(wgrad_desc_accumulate, offsetof(ggemm_wgrad_desc, accumulate) == 44);
+ABI_ASSERT(wgrad_desc_scheduler, offsetof(ggemm_wgrad_desc, scheduler) == 48);
+ABI_ASSERT(wgrad_desc_sm_margin, offsetof(ggemm_wgrad_desc, sm_margin) == 52);
+ABI_ASSERT(wgrad_desc_reserved0, offsetof(ggemm_wgrad_desc, reserved0) == 56);
+ABI_ASSERT(wgrad_desc_reserved1, offsetof(ggemm_wgrad_desc, reserved1) == 60);
+ABI_ASSERT(wgrad_desc_min_size, GGEMM_WGRAD_DESC_MIN_SIZE == 64u);
+
+ABI_ASSERT(wgrad_args_size, sizeof(ggemm_wgrad_args) == 88);
+ABI_ASSERT(wgrad_args_struct_size, offsetof(ggemm_wgrad_args, struct_size) == 0);
+ABI_ASSERT(wgrad_args_reserved0, offsetof(ggemm_wgrad_args, reserved0) == 4);
+ABI_ASSERT(wgrad_args_m, offsetof(ggemm_wgrad_args, m) == 8);
+ABI_ASSERT(wgrad_args_x1, offsetof(ggemm_wgrad_args, x1) == 16);
+ABI_ASSERT(wgrad_args_x2, offsetof(ggemm_wgrad_args, x2) == 24);
+ABI_ASSERT(wgrad_args_padded_offsets, offsetof(ggemm_wgrad_args, padded_offsets) == 32);
+ABI_ASSERT(wgrad_args_alpha, offsetof(ggemm_wgrad_args, alpha) == 40);
+ABI_ASSERT(wgrad_args_out, offsetof(ggemm_wgrad_args, out) == 48);
+ABI_ASSERT(wgrad_args_out_ptrs, offsetof(ggemm_wgrad_args, out_ptrs) == 56);
+ABI_ASSERT(wgrad_args_workspace, offsetof(ggemm_wgrad_args, workspace) == 64);
+ABI_ASSERT(wgrad_args_workspace_size, offsetof(ggemm_wgrad_args, workspace_size) == 72);
+ABI_ASSERT(wgrad_args_device_status, offsetof(ggemm_wgrad_args, device_status) == 80);
+ABI_ASSERT(wgrad_args_min_size, GGEMM_WGRAD_ARGS_MIN_SIZE == 88u);
+ABI_ASSERT(wgrad_enums, GGEMM_WGRAD_OUTPUT_DENSE == 0 && GGEMM_WGRAD_OUTPUT_POINTERS == 1 &&
+                           GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL == 0x40u &&
+                           GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED == 0x80u);
+
 /* Status codes are never renumbered. */
 ABI_ASSERT(status_values, GGEMM_SUCCESS == 0 && GGEMM_ERROR_NULL_ARGUMENT == 1 &&
                               GGEMM_ERROR_STRUCT_SIZE == 2 && GGEMM_ERROR_INVALID_SHAPE == 3 &&
@@ -84,6 +118,10 @@ typedef struct {
     ggemm_status_t (*check_weight_pointers)(const uint64_t*, int32_t, int32_t);
     ggemm_status_t (*plan_cache_set_capacity)(uint64_t);
     ggemm_status_t (*plan_cache_capacity)(uint64_t*);
+    ggemm_status_t (*wgrad_desc_init)(ggemm_wgrad_desc*, uint32_t);
+    ggemm_status_t (*wgrad_args_init)(ggemm_wgrad_args*, uint32_t);
+    ggemm_status_t (*wgrad_plan_create)(ggemm_plan_t*, const ggemm_wgrad_desc*);
+    ggemm_status_t (*wgrad_execute)(ggemm_plan_t, const ggemm_wgrad_args*, struct CUstream_st*);
 } ggemm_entry_points;
 
 const ggemm_entry_points ggemm_abi_entry_points = {
@@ -91,4 +129,5 @@ const ggemm_entry_points ggemm_abi_entry_points = {
     ggemm_args_init, ggemm_plan_create, ggemm_plan_destroy, ggemm_plan_workspace_size,
     ggemm_plan_describe, ggemm_execute, ggemm_grouped_gemm, ggemm_workspace_size,
     ggemm_plan_cache_size, ggemm_plan_cache_clear, ggemm_check_offsets,
-    ggemm_check_weight_pointers, ggemm_plan_cache_set_capacity, ggemm_plan_cache_capacity};
+    ggemm_check_weight_pointers, ggemm_plan_cache_set_capacity, ggemm_plan_cache_capacity,
+    ggemm_wgrad_desc_init, ggemm_wgrad_args_init, ggemm_wgrad_plan_create, ggemm_wgrad_execute};
