@@ -12,7 +12,8 @@
 #            barrier (UCGABAR_ARV / UCGABAR_WAIT) around barrier init and TMEM release
 #   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads, and the epilogue's
 #            shared-memory slices and 16-byte global stores (STS, LDS.128, STG.E.128); no local
-#            memory
+#            memory; every wgrad_sm90 kernel contains HGMMA with both operands transposed
+#            (.tnspA.tnspB), 2D TMA loads and mbarrier waits, no local memory, 168 registers
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
@@ -165,7 +166,9 @@ fi
 if disassemble sm_90a; then
     # The epilogue's staged slices: STS in, LDS.128 out, and 16-byte global stores.
     check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK' \
-        'STS ' 'LDS\.128' 'STG\.E\.128'
+        'STS ' 'LDS\.128' 'STG\.E\.128'    # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
+    check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
+        'UTMALDG\.2D' 'SYNCS\.PHASECHK' 'USETMAXREG'
 fi
 
 # ---- resource report: registers, shared, local memory and stack per kernel -----------------------
@@ -177,7 +180,7 @@ awk '
 ' "$work/res.txt" | sed 's/  */ /g; s/^ /  /'
 while read -r line; do
     name="$(echo "$line" | awk '{print $1}')"
-    [[ "$name" =~ grouped_gemm_sm(90|100) ]] || continue
+    [[ "$name" =~ grouped_gemm_sm(90|100)|wgrad_sm90 ]] || continue
     local_bytes="$(echo "$line" | grep -oE 'LOCAL:[0-9]+' | cut -d: -f2)"
     stack_bytes="$(echo "$line" | grep -oE 'STACK:[0-9]+' | cut -d: -f2)"
     if [[ "${local_bytes:-x}" == "0" && "${stack_bytes:-x}" == "0" ]]; then
@@ -188,7 +191,7 @@ while read -r line; do
     # The SM90 kernel's setmaxnreg budget (128 x 56 + 256 x 224 registers) spends exactly the
     # registers a 384-thread CTA gets at 168 per thread: allocated any fewer, setmaxnreg.inc
     # would wait forever (kernels/sm90/grouped_gemm_sm90.cuh, Config).
-    if [[ "$name" =~ grouped_gemm_sm90 ]]; then
+    if [[ "$name" =~ grouped_gemm_sm90|wgrad_sm90 ]]; then
         registers="$(echo "$line" | grep -oE 'REG:[0-9]+' | cut -d: -f2)"
         if [[ "${registers:-x}" == "168" ]]; then
             pass "$name: REG:168, the setmaxnreg budget"
