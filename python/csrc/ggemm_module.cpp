@@ -119,6 +119,61 @@ class Plan {
     ggemm_plan_t plan_ = nullptr;
 };
 
+// A weight-gradient plan (ggemm_wgrad_plan_create), destroyed with the Python object. There is
+// no one-shot call for it: Python keeps these per shape.
+class WgradPlan {
+  public:
+    WgradPlan() = default;
+    WgradPlan(const WgradPlan&) = delete;
+    WgradPlan& operator=(const WgradPlan&) = delete;
+    ~WgradPlan() { ggemm_plan_destroy(plan_); }
+
+    ggemm_status_t create(int32_t device, int64_t m_capacity, int64_t p, int64_t q, int32_t num_experts,
+                          int32_t out_dtype, int32_t output_mode, bool accumulate, int32_t scheduler,
+                          int32_t sm_margin) {
+        ggemm_wgrad_desc desc;
+        ggemm_wgrad_desc_init(&desc, sizeof desc);
+        desc.device = device;
+        desc.m_capacity = m_capacity;
+        desc.p = p;
+        desc.q = q;
+        desc.num_experts = num_experts;
+        desc.out_dtype = out_dtype;
+        desc.output_mode = output_mode;
+        desc.accumulate = accumulate ? 1 : 0;
+        desc.scheduler = scheduler;
+        desc.sm_margin = sm_margin;
+        return ggemm_wgrad_plan_create(&plan_, &desc);
+    }
+
+    std::tuple<ggemm_status_t, uint64_t> workspace_size() const {
+        uint64_t bytes = 0;
+        const ggemm_status_t status = ggemm_plan_workspace_size(plan_, &bytes);
+        return {status, bytes};
+    }
+
+    ggemm_status_t execute(int64_t m, uintptr_t x1, uintptr_t x2, uintptr_t offsets, uintptr_t alpha, uintptr_t out,
+                           uintptr_t out_ptrs, uintptr_t workspace, uint64_t workspace_size,
+                           uintptr_t device_status, uintptr_t stream) const {
+        ggemm_wgrad_args args;
+        ggemm_wgrad_args_init(&args, sizeof args);
+        args.m = m;
+        args.x1 = reinterpret_cast<const void*>(x1);
+        args.x2 = reinterpret_cast<const void*>(x2);
+        args.padded_offsets = reinterpret_cast<const int32_t*>(offsets);
+        args.alpha = reinterpret_cast<const float*>(alpha);
+        args.out = reinterpret_cast<void*>(out);
+        args.out_ptrs = reinterpret_cast<const uint64_t*>(out_ptrs);
+        args.workspace = reinterpret_cast<void*>(workspace);
+        args.workspace_size = workspace_size;
+        args.device_status = reinterpret_cast<uint32_t*>(device_status);
+        return ggemm_wgrad_execute(plan_, &args, as_stream(stream));
+    }
+
+  private:
+    ggemm_plan_t plan_ = nullptr;
+};
+
 std::string last_error_message() {
     uint64_t required = 0;
     ggemm_last_error_message(nullptr, 0, &required);
@@ -170,6 +225,12 @@ NB_MODULE(_ggemm, m) {
         .def("workspace_size", &Plan::workspace_size)
         .def("describe", &Plan::describe)
         .def("execute", &Plan::execute);
+
+    nb::class_<WgradPlan>(m, "WgradPlan")
+        .def(nb::init<>())
+        .def("create", &WgradPlan::create)
+        .def("workspace_size", &WgradPlan::workspace_size)
+        .def("execute", &WgradPlan::execute);
 
     m.def("plan_cache_size", []() {
         uint64_t count = 0;

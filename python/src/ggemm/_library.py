@@ -21,6 +21,8 @@ DEVICE_STATUS_BITS = {
     0x8: "an offset is less than the previous one",
     0x10: "a b_ptrs entry is NULL",
     0x20: "a b_ptrs entry is not 16-byte aligned",
+    0x40: "an out_ptrs entry (weight gradient) is NULL",
+    0x80: "an out_ptrs entry (weight gradient) is not 16-byte aligned",
 }
 OFFSET_BITS = 0xF
 
@@ -94,3 +96,30 @@ def workspace_bound(num_experts):
     tile counter plus one 128-byte tensor map per expert): used only to lower a JAX call where
     no GPU can be asked."""
     return 128 * (num_experts + 1)
+
+
+_wgrad_plans = {}
+
+
+def wgrad_plan_for(key):
+    """The (WgradPlan, workspace bytes) of one weight-gradient key, made once per key.
+
+    key: (device, m_capacity, p, q, num_experts, out_dtype, output_mode, accumulate, scheduler,
+    sm_margin); m_capacity is a power of two (at least 256) covering the call's M, so a few plans
+    serve every M."""
+    entry = _wgrad_plans.get(key)
+    if entry is None:
+        plan = _ggemm.WgradPlan()
+        check(plan.create(*key))
+        status, workspace = plan.workspace_size()
+        check(status)
+        entry = _wgrad_plans[key] = (plan, workspace)
+    return entry
+
+
+def wgrad_capacity(m):
+    """The m_capacity of the plan that serves M rows: the next power of two, at least 256."""
+    capacity = 256
+    while capacity < m:
+        capacity *= 2
+    return min(capacity, 2147483392)

@@ -249,3 +249,82 @@ def check_same_problem(plan, ops):
         refuse("bias", "a bias of the plan's dtype" if plan.bias_dtype else "no bias (the plan has none)",
                "no bias" if not ops.bias_dtype else "a bias of another dtype" if plan.bias_dtype
                else "a bias")
+
+
+# --- the weight gradient -----------------------------------------------------------------------------
+
+class WgradOperands(NamedTuple):
+    """A checked weight-gradient call: W_g = alpha_g X1_g^T X2_g, each (P, Q)."""
+    m: int
+    p: int
+    q: int
+    num_experts: int
+    device: int
+    out_dtype: int     # GGEMM_DTYPE_*
+    output_mode: int   # 0: one (L, P, Q) tensor; 1: a sequence of L (P, Q) tensors
+
+
+def _check_matrix(name, t, dt, rows_label, cols_label, addresses, device=None, rows=None):
+    check_dtype(name, t, dt.bf16, "bfloat16")
+    shape, strides = t.shape, t.stride()
+    if len(shape) != 2 or not _fits(shape, strides, (shape[1], 1)) or (rows is not None and shape[0] != rows):
+        expected = f"a row-major ({rows_label}, {cols_label}) matrix"
+        if rows is not None:
+            expected += f" with {rows_label} = {rows}"
+        refuse(name, expected, f"shape {tuple(shape)} with strides {tuple(strides)}")
+    if device is None:
+        if not t.is_cuda:
+            refuse(name, "a CUDA tensor", "a CPU tensor")
+        device = t.get_device()
+    check_placement(name, t, device, DATA_ALIGNMENT, addresses, device_of="x1")
+    return shape[0], shape[1], device
+
+
+def check_wgrad_operands(dt, x1, x2, padded_offsets, alpha, out, out_dtype, accumulate, addresses=True):
+    """x1 (M, P) and x2 (M, Q) bf16 row-major; padded_offsets (L,) int32; alpha (L,) fp32 or None;
+    out None (a new (L, P, Q) tensor of out_dtype), an (L, P, Q) tensor, or a list of L (P, Q)
+    tensors, all of one output dtype. accumulate needs an out to add into."""
+    m, p, device = _check_matrix("x1", x1, dt, "M", "P", addresses)
+    _, q, _ = _check_matrix("x2", x2, dt, "M", "Q", addresses, device, rows=m)
+    if m % ROW_ALIGNMENT:
+        refuse("x1", f"M (rows) a multiple of {ROW_ALIGNMENT}", f"M = {m}")
+    for name, value in (("P", p), ("Q", q)):
+        if value < 8 or value % 8:
+            refuse(name, "a multiple of 8, at least 8", f"{value}")
+    if len(padded_offsets.shape) != 1:
+        refuse("padded_offsets", "a vector (L,)", f"shape {tuple(padded_offsets.shape)}")
+    experts = padded_offsets.shape[0]
+    if not 1 <= experts <= MAX_EXPERTS:
+        refuse("padded_offsets", f"1..{MAX_EXPERTS} experts", f"{experts}")
+    check_dtype("padded_offsets", padded_offsets, dt.int32, "int32")
+    check_vector("padded_offsets", padded_offsets, experts, "L")
+    check_placement("padded_offsets", padded_offsets, device, DATA_ALIGNMENT, addresses, "x1")
+    if alpha is not None:
+        check_dtype("alpha", alpha, dt.fp32, "float32")
+        check_vector("alpha", alpha, experts, "L")
+        check_placement("alpha", alpha, device, DATA_ALIGNMENT, addresses, "x1")
+    code = output_code(dt, "out_dtype", out_dtype)
+    mode = 0
+    if out is None:
+        if accumulate:
+            refuse("out", "the gradient buffer(s) to add into when accumulate=True", "None")
+    elif isinstance(out, (list, tuple)):
+        mode = 1
+        if len(out) != experts:
+            refuse("out", f"one (P, Q) tensor per expert (L = {experts})", f"{len(out)} tensors")
+        for i, t in enumerate(out):
+            name = f"out[{i}]"
+            if t.dtype != out_dtype:
+                refuse(name, f"dtype {out_dtype} (out_dtype)", f"{t.dtype}")
+            if tuple(t.shape) != (p, q) or not _fits(t.shape, t.stride(), (q, 1)):
+                refuse(name, f"a contiguous (P, Q) = ({p}, {q}) tensor",
+                       f"shape {tuple(t.shape)} with strides {tuple(t.stride())}")
+            check_placement(name, t, device, DATA_ALIGNMENT, addresses, "x1")
+    else:
+        if out.dtype != out_dtype:
+            refuse("out", f"dtype {out_dtype} (out_dtype)", f"{out.dtype}")
+        if tuple(out.shape) != (experts, p, q) or not _fits(out.shape, out.stride(), (p * q, q, 1)):
+            refuse("out", f"a contiguous (L, P, Q) = ({experts}, {p}, {q}) tensor",
+                   f"shape {tuple(out.shape)} with strides {tuple(out.stride())}")
+        check_placement("out", out, device, DATA_ALIGNMENT, addresses, "x1")
+    return WgradOperands(m, p, q, experts, device, code, mode)

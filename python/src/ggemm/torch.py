@@ -17,7 +17,7 @@ from . import _library as lib
 from . import _rules as rules
 from ._library import GgemmError
 
-__all__ = ["GroupedGemmResult", "grouped_gemm", "GroupedGemm", "b_ptrs", "GgemmError"]
+__all__ = ["GroupedGemmResult", "grouped_gemm", "GroupedGemm", "b_ptrs", "wgrad", "GgemmError"]
 
 DTYPES = rules.Dtypes(torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64,
                       getattr(torch, "uint64", None))
@@ -355,3 +355,56 @@ class GroupedGemm:
         _launch(self._plan.execute, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias,
                 c if self.generate_c else None, d, self.workspace_bytes, workspace, check_status)
         return GroupedGemmResult(d, c if self.generate_c else None)
+
+
+# --- the weight gradient ---------------------------------------------------------------------------
+
+def wgrad(x1, x2, padded_offsets, alpha=None, out=None, *, out_dtype=torch.float32,
+          accumulate=False, dynamic_sched=False, sm_margin=0, check_status=False):
+    """The weight gradient grouped along the rows: for each expert g with rows
+    [padded_offsets[g-1], padded_offsets[g]) of x1 (M, P) and x2 (M, Q), both bf16,
+
+        W_g = alpha[g] * x1[rows].T @ x2[rows]        (P, Q), fp32 accumulation
+
+    For a layer's dW_g = dY_g^T X_g pass x1 = dY, x2 = X. alpha (L,) fp32 or None (all ones).
+    out: None (a new (L, P, Q) tensor of out_dtype is returned), an (L, P, Q) tensor written in
+    place, or a list of L (P, Q) tensors (per-expert buffers, e.g. each parameter's main_grad).
+    accumulate=True adds into out (fp32 main_grad style: one rounding of old + new); an expert
+    with no rows is then left untouched, while without accumulate it gets zeros. Returns out (or
+    the new tensor). Offsets stay on the device: nothing synchronizes unless check_status=True
+    (not allowed during graph capture), which raises GgemmError on bad offsets or pointers.
+
+    Per-expert buffers: their addresses are copied to the device on every call (an (L,) int64
+    tensor); keep the tensors alive until the call has run."""
+    ops = rules.check_wgrad_operands(DTYPES, x1, x2, padded_offsets, alpha, out, out_dtype,
+                                     bool(accumulate))
+    key = (ops.device, lib.wgrad_capacity(ops.m), ops.p, ops.q, ops.num_experts, ops.out_dtype,
+           ops.output_mode, bool(accumulate), _scheduler(dynamic_sched), int(sm_margin))
+    plan, workspace_bytes = lib.wgrad_plan_for(key)
+    result = out
+    if out is None:
+        result = torch.empty((ops.num_experts, ops.p, ops.q), dtype=out_dtype, device=x1.device)
+    out_ptrs = None
+    if ops.output_mode == 1:
+        out_ptrs = torch.tensor([t.data_ptr() for t in out], dtype=torch.int64).to(x1.device,
+                                                                                    non_blocking=True)
+    workspace = (torch.empty(workspace_bytes, dtype=torch.uint8, device=x1.device)
+                 if workspace_bytes else None)
+    status_word = _StatusWord(x1.device) if check_status else None
+    switch = torch.cuda.current_device() != ops.device
+    if switch:
+        previous = torch.cuda.current_device()
+        torch.cuda.set_device(ops.device)
+    try:
+        status = plan.execute(ops.m, x1.data_ptr(), x2.data_ptr(), padded_offsets.data_ptr(),
+                              _ptr(alpha), 0 if out_ptrs is not None else result.data_ptr(),
+                              _ptr(out_ptrs), _ptr(workspace), workspace_bytes,
+                              _ptr(status_word.word) if status_word else 0, _stream(ops.device))
+    finally:
+        if switch:
+            torch.cuda.set_device(previous)
+    if status:
+        raise GgemmError(status)
+    if status_word:
+        status_word.raise_if_set()
+    return result
