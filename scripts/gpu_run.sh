@@ -5,9 +5,10 @@
 # timed and cut to fit the deadline; a failed stage does not stop the later ones (a failed build
 # does). A short table is printed LAST; full logs go to $OUT.
 #
-# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady python
+# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady python backward
 #         STAGES="build bench peers" scripts/gpu_run.sh
-#   (default: all seven, in that order; `python` builds its own copy of the library)
+#   (default: the first seven, in that order; `python` builds its own copy of the library;
+#   `backward` times the weight gradient against its peers, bench/backward.py, when asked for)
 #
 # environment:
 #   OUT               results folder (default ./out, which git ignores)
@@ -23,8 +24,8 @@
 #   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck synccheck initcheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
-# $OUT keeps at most 8 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
-# peers.md, peers.png, steady.json, and while a stage runs its own log(s), which move into
+# $OUT keeps at most 9 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
+# peers.md, peers.png, steady.json, backward.json (stage backward), and while a stage runs its own log(s), which move into
 # logs.tar when it ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
 #
 # This script only reads the GPU's state (nvidia-smi -L / --query-gpu); it never changes clocks,
@@ -37,8 +38,9 @@ mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${GGEMM_DEADLINE_S:-570}))
-ALL_STAGES="build test sanitize bench peers steady python"
-if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$ALL_STAGES}; fi
+ALL_STAGES="build test sanitize bench peers steady python backward"
+DEFAULT_STAGES="build test sanitize bench peers steady python"
+if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$DEFAULT_STAGES}; fi
 for stage in $STAGE_LIST; do
   case " $ALL_STAGES " in
     *" $stage "*) ;;
@@ -46,7 +48,8 @@ for stage in $STAGE_LIST; do
   esac
 done
 
-declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120 [python]=480)
+declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120 [python]=480
+                        [backward]=300)
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
@@ -320,6 +323,17 @@ stage_python() {
   block=$(grep -m1 -oE "ggemm/grouped_mm [0-9.]+" "$OUT/python_example.log")
   NOTE="pytest:${counts:- none}; example: ${check:-no check} ${block:+($block)}"
   ((rc_tests == 0 && rc_example == 0 && rc_bench == 0))
+}
+
+# The weight gradient against torch._grouped_mm's K-grouped form, DeepGEMM's k-grouped kernel
+# (when importable) and one dense GEMM, on every case of bench/moe_shapes.json.
+stage_backward() {
+  local lib="$BUILD_DIR/libggemm.so"
+  built "$lib" || return 1
+  SHOW_LINES=20 run_logged backward.log env PYTHONUNBUFFERED=1 python3 bench/backward.py --lib "$lib" --out "$OUT"
+  local rc=$?
+  NOTE=$(grep -E "^geomean|^FAILED" "$OUT/backward.log" | tr '\n' ' ')
+  return "$rc"
 }
 
 # --- run ------------------------------------------------------------------------------------------

@@ -74,3 +74,11 @@ def test_accumulate_needs_an_output():
 def test_unknown_output_dtype():
     with pytest.raises(ValueError, match=r"^out_dtype: expected bfloat16, float16 or float32, got int32$"):
         check(operands(), out_dtype="int32")
+
+
+def test_torch_wgrad_refuses_cpu_tensors_before_any_call():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    import ggemm.torch as gt
+    x1 = torch.zeros(256, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"^x1: expected a CUDA tensor, got a CPU tensor$"):
+        gt.wgrad(x1, x1, torch.zeros(2, dtype=torch.int32))
