@@ -241,6 +241,19 @@ if [[ -n "$nvcc" ]]; then
     fi
 fi
 
+# ---- the MN-major (transposed) wgmma wrappers of the weight gradient -----------------------------
+if [[ -n "$nvcc" ]]; then
+    if ! "$nvcc" -std=c++17 --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a -cubin \
+            -I"$repo" -o "$work/wrappers_mn.cubin" "$here/ptx_wrappers_wgmma_mn_sm90.cu" 2>"$work/wrappers_mn.err"; then
+        fail "ptx_wrappers_wgmma_mn_sm90.cu does not assemble for sm_90a: $(head -c 600 "$work/wrappers_mn.err")"
+    else
+        "$cuobjdump" -sass "$work/wrappers_mn.cubin" >"$work/probe_mn.sass" 2>&1
+        split_functions "$work/probe_mn.sass" "$work/sm_90a_probe_mn"
+        check_kernels sm_90a_probe_mn 'ptx_wrappers_sm90_wgmma_mnILi256' 'HGMMA\.64x256x16\.F32\.BF16 [^;]*\.tnspA\.tnspB'
+        check_kernels sm_90a_probe_mn 'ptx_wrappers_sm90_wgmma_mnILi128' 'HGMMA\.64x128x16\.F32\.BF16 [^;]*\.tnspA\.tnspB'
+    fi
+fi
+
 if [[ $failures -ne 0 ]]; then
     echo "check_sass: $failures check(s) FAILED"
     exit 1
