@@ -79,7 +79,8 @@ def desc_for(key):
 
     key: (device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype, generate_c,
     scheduler, tile_m, tile_n, cluster_m, sm_margin). Creating it asks the library for the
-    workspace, which creates and caches the plan: refusals of the descriptor surface here."""
+    workspace, which checks every field of the descriptor (no GPU needed): refusals of the
+    descriptor's fields surface here, those that depend on the device at the first call."""
     entry = _desc_cache.get(key)
     if entry is None:
         desc = _ggemm.Desc(*key)
@@ -88,9 +89,3 @@ def desc_for(key):
         entry = _desc_cache[key] = (desc, workspace)
     return entry
 
-
-def workspace_bound(num_experts):
-    """The workspace any plan of num_experts needs at most, as docs/API.md states it (a 128-byte
-    tile counter plus one 128-byte tensor map per expert): used only to lower a JAX call where
-    no GPU can be asked."""
-    return 128 * (num_experts + 1)
