@@ -100,5 +100,8 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
     CHECK(chosen(desc, sm90_device(), 90) == "sm90_tma_wgmma_128x256x64_s4");
     desc = valid_desc();
     desc.num_experts = ggemm::kMaxExperts;
-    CHECK(chosen(desc, sm90_device(), 90) == "sm90_tma_wgmma_128x256x64_s4");
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan) == GGEMM_SUCCESS);
+    CHECK(plan.variant.max_experts >= ggemm::kMaxExperts);
+    CHECK(std::string(plan.variant.name) != "sm90_tmastore_halves_128x256x64_s4");
 }
