@@ -86,7 +86,7 @@ struct Config {
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
 enum class NamedBarrier : uint32_t {
-    kEpilogue = 1,  // + math warpgroup index: that warpgroup's staged bias row
+    kEpilogue = 1,  // + math warpgroup index: its staged bias row, or its TMA-store buffer
 };
 
 // Where a tile's output waits in shared memory. Warp stores: per math warpgroup one
