@@ -16,6 +16,7 @@ namespace ggemm {
 struct LaunchParams {
     CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
     CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N}
+    CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M}
     KernelArgs args;
     const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
     int32_t grid;       // persistent CTAs (a multiple of cluster_m)
@@ -41,6 +42,11 @@ struct KernelVariant {
     int32_t threads;        // threads per CTA
     PrepareFn prepare;
     LaunchFn launch;
+    // The TMA store box of D, {d_box_cols, d_box_rows}; 0: the math warps store C and D and the
+    // variant serves any dtypes. Otherwise it serves only a bf16 D without C, through D's map.
+    int32_t d_box_cols = 0;
+    int32_t d_box_rows = 0;
+    int32_t max_experts = kMaxExperts;  // the most experts its shared copy of the offsets holds
 };
 
 }  // namespace ggemm

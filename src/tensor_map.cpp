@@ -50,6 +50,10 @@ TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t 
     return k_major_shape(placeholder, n, k, variant.block_k, variant.b_box_rows);
 }
 
+TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, const KernelVariant& variant) noexcept {
+    return k_major_shape(d, m, n, variant.d_box_cols, variant.d_box_rows);
+}
+
 ggemm_status_t resolve_tensor_map_encoder() noexcept {
     const DriverApi& resolved = driver_api();
     if (resolved.encode_tiled != nullptr) return GGEMM_SUCCESS;

@@ -1,4 +1,4 @@
-// TMA tensor maps of A and B. The shapes are pure data (testable on the CPU); encoding goes
+// TMA tensor maps of A, B and (for the variants that store it with TMA) D. The shapes are pure data (testable on the CPU); encoding goes
 // through cuTensorMapEncodeTiled, resolved once at run time from the driver: the library
 // never links libcuda.
 #pragma once
@@ -32,6 +32,10 @@ TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t nu
 // 16-byte-aligned device address serves as the placeholder.
 TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t k,
                                     const KernelVariant& variant) noexcept;
+
+// D: M x N bf16 row-major; dims {N, M}, box {d_box_cols, d_box_rows} (the variant's TMA store
+// box). Its row extent is this call's M: no store reaches past it.
+TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, const KernelVariant& variant) noexcept;
 
 // Resolves cuTensorMapEncodeTiled (once per process). GGEMM_ERROR_CUDA if the driver lacks it.
 ggemm_status_t resolve_tensor_map_encoder() noexcept;

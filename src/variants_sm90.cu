@@ -1,6 +1,8 @@
-// The SM90 kernel variants the planner chooses from: one per tile width. Stages fill the
-// shared memory (227 KB per CTA on SM90) that the tile leaves. Compiled for sm_90a only: this
-// translation unit instantiates the kernels and their host-side prepare and launch.
+// The SM90 kernel variants the planner chooses from: one per tile width with the math warps'
+// own stores (any dtypes), and TMA-store variants for a bf16 D without C. Stages fill the
+// shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled
+// for sm_90a only: this translation unit instantiates the kernels and their host-side prepare
+// and launch.
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 #include "src/launch.cuh"
 #include "src/variants.h"
@@ -11,13 +13,23 @@ namespace sm90 {
 
 template <class Cfg>
 cudaError_t prepare() {
-    return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                kSmemBytes<Cfg>);
+    if constexpr (Cfg::kOutput == Output::kTmaStore) {
+        return cudaFuncSetAttribute(grouped_gemm_sm90_tma_store<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kSmemBytes<Cfg>);
+    } else {
+        return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kSmemBytes<Cfg>);
+    }
 }
 
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
-    return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+    if constexpr (Cfg::kOutput == Output::kTmaStore) {
+        return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
+                                                                             /*cluster_x=*/1, stream);
+    } else {
+        return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+    }
 }
 
 }  // namespace sm90
@@ -26,7 +38,7 @@ namespace {
 
 template <class Cfg>
 constexpr KernelVariant sm90_variant(const char* name) {
-    return {name,
+    KernelVariant variant = {name,
             90,
             Cfg::kTileM,
             Cfg::kTileN,
@@ -40,16 +52,30 @@ constexpr KernelVariant sm90_variant(const char* name) {
             Cfg::kThreads,
             &sm90::prepare<Cfg>,
             &sm90::launch<Cfg>};
+    if (Cfg::kOutput == sm90::Output::kTmaStore) {
+        variant.d_box_cols = sm90::kAtomColumns;
+        variant.d_box_rows = Cfg::kRowsPerWarpgroup;
+    }
+    variant.max_experts = Cfg::kOffsetCapacity;
+    return variant;
 }
 
 using Tile256 = sm90::Config<256, 4>;
 using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
+// TMA stores: 256 wide, four stages and a buffer of half the tile (two passes), or three stages
+// and the whole tile (one pass); 192 wide, four stages and the whole tile.
+using Tile256Halves = sm90::Config<256, 4, sm90::Output::kTmaStore, 128>;
+using Tile256Whole = sm90::Config<256, 3, sm90::Output::kTmaStore, 256>;
+using Tile192Whole = sm90::Config<192, 4, sm90::Output::kTmaStore, 192>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
+    sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),
+    sm90_variant<Tile256Whole>("sm90_tmastore_whole_128x256x64_s3"),
+    sm90_variant<Tile192Whole>("sm90_tmastore_whole_128x192x64_s4"),
 };
 
 }  // namespace

@@ -10,14 +10,16 @@
 #            (Config<N, stages, 2>) only the cta_group::2 forms: UTCHMMA.2CTA,
 #            UTCBAR.2CTA.MULTICAST, UTCATOMSWS.2CTA.FIND_AND_SET, UTMALDG.xD.2CTA, and the cluster
 #            barrier (UCGABAR_ARV / UCGABAR_WAIT) around barrier init and TMEM release
-#   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads, and the epilogue's
-#            shared-memory slices and 16-byte global stores (STS, LDS.128, STG.E.128); no local
+#   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; the warp-store kernels
+#            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
+#            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
+#            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; no local
 #            memory
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
-#            loads, stores), fence, cluster, named-barrier, shared load/store and wgmma wrappers
-#            on sm_90a
+#            loads, stores), fence, cluster, named-barrier, shared load/store, stmatrix and wgmma
+#            wrappers on sm_90a
 #
 # The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
 # for tcgen05.mma.kind::f16 (UTCHMMA.2CTA for cta_group::2), UTCBAR for tcgen05.commit,
@@ -163,9 +165,13 @@ if disassemble sm_100a; then
     done
 fi
 if disassemble sm_90a; then
-    # The epilogue's staged slices: STS in, LDS.128 out, and 16-byte global stores.
-    check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK' \
-        'STS ' 'LDS\.128' 'STG\.E\.128'
+    check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
+    # The warp-store epilogue's staged slices: STS in, LDS.128 out, and 16-byte global stores.
+    check_kernels sm_90a 'grouped_gemm_sm90INS' 'STS ' 'LDS\.128' 'STG\.E\.128'
+    # The TMA-store epilogue: stmatrix into the tile buffer, TMA stores out of it.
+    check_kernels sm_90a 'grouped_gemm_sm90_tma_store' 'STSM\.16\.M88\.4' 'UTMASTG\.2D' 'UTMACMDFLUSH' \
+        'FENCE\.VIEW\.ASYNC\.S'
+    check_absent sm_90a 'grouped_gemm_sm90_tma_store' 'STG\.E\.128' 'LDS\.128'
 fi
 
 # ---- resource report: registers, shared, local memory and stack per kernel -----------------------
@@ -229,7 +235,7 @@ if [[ -n "$nvcc" ]]; then
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' \
             'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' \
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
-            'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128'
+            'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'

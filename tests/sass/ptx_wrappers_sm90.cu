@@ -12,6 +12,7 @@
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/smem.cuh"
+#include "ptx/stmatrix.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -42,6 +43,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         tma_store_2d(&map, tile, 0, 0);
         tma_store_commit();
         tma_store_wait_read<0>();
+        tma_store_wait<0>();
         tensormap_replace_global_address(global_map, reinterpret_cast<uint64_t>(out));
         fence_proxy_tensormap_release();
         fence_proxy_tensormap_acquire(global_map);
@@ -55,6 +57,9 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     warp_sync();
     const uint2 pair = ld_shared_v2_b32(slot ^ 16);
     const uint4 quad = ld_shared_v4_b32(slot ^ 32);
+    // ptx/stmatrix.cuh: one warp-wide store of four 8 x 8 matrices (STSM).
+    stmatrix_x4(smem_addr(tile) + 16 * (threadIdx.x % 32), quad.x, quad.y, pair.x, pair.y);
+    named_barrier_sync(1, 128);
     out[2 + threadIdx.x] = pair.x + pair.y + quad.x + quad.y + quad.z + quad.w;
 }
 
