@@ -15,7 +15,7 @@ namespace ggemm {
 // parameters; in discrete mode b_map is the template the kernel patches per expert.
 struct LaunchParams {
     CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
-    CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N}
+    CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N} (N-major: N and K swapped)
     KernelArgs args;
     const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
     int32_t grid;       // persistent CTAs (a multiple of cluster_m)
@@ -41,6 +41,9 @@ struct KernelVariant {
     int32_t threads;        // threads per CTA
     PrepareFn prepare;
     LaunchFn launch;
+    // How the kernel reads B_g (GGEMM_WEIGHT_LAYOUT_*): K-major boxes {block_k, b_box_rows}, or
+    // N-major boxes of 64 columns (one 128-byte swizzle row) x block_k rows, tile_n / 64 of them.
+    int32_t weight_layout = kKMajor;
 };
 
 }  // namespace ggemm

@@ -1,8 +1,10 @@
-// The SM90 kernel variants the planner chooses from: one per tile width. Stages fill the
-// shared memory (227 KB per CTA on SM90) that the tile leaves. Compiled for sm_90a only: this
+// The SM90 kernel variants the planner chooses from: one per tile width and weight layout (the
+// N-major kernels differ only in how B is loaded and described). Stages fill the shared memory
+// (227 KB per CTA on SM90) that the tile leaves. Compiled for sm_90a only: this
 // translation unit instantiates the kernels and their host-side prepare and launch.
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 #include "src/launch.cuh"
+#include "src/tensor_map.h"
 #include "src/variants.h"
 
 namespace ggemm {
@@ -22,6 +24,9 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
 
 }  // namespace sm90
 
+static_assert(sm90::kNMajorBoxColumns == static_cast<int>(kNMajorBoxColumns),
+              "the host's N-major box must be the kernel's");
+
 namespace {
 
 template <class Cfg>
@@ -39,17 +44,24 @@ constexpr KernelVariant sm90_variant(const char* name) {
             sm90::kSmemBytes<Cfg>,
             Cfg::kThreads,
             &sm90::prepare<Cfg>,
-            &sm90::launch<Cfg>};
+            &sm90::launch<Cfg>,
+            Cfg::kWeightLayout};
 }
 
 using Tile256 = sm90::Config<256, 4>;
 using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
+using Tile256NMajor = sm90::Config<256, 4, kNMajor>;
+using Tile192NMajor = sm90::Config<192, 5, kNMajor>;
+using Tile128NMajor = sm90::Config<128, 6, kNMajor>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
+    sm90_variant<Tile256NMajor>("sm90_tma_wgmma_128x256x64_s4_nmajor"),
+    sm90_variant<Tile192NMajor>("sm90_tma_wgmma_128x192x64_s5_nmajor"),
+    sm90_variant<Tile128NMajor>("sm90_tma_wgmma_128x128x64_s6_nmajor"),
 };
 
 }  // namespace

@@ -338,6 +338,9 @@ Result compute_reference(const Problem& problem, const std::vector<int64_t>* row
     if (dtype_size(problem.c_dtype) == 0 || dtype_size(problem.d_dtype) == 0) {
         throw std::invalid_argument("compute_reference: bad output dtype");
     }
+    if (problem.weight_layout != kWeightLayoutKMajor && problem.weight_layout != kWeightLayoutNMajor) {
+        throw std::invalid_argument("compute_reference: unknown weight layout");
+    }
     if (problem.bias_dtype != kDTypeNone && (dtype_size(problem.bias_dtype) == 0 || problem.bias == nullptr)) {
         throw std::invalid_argument("compute_reference: bias dtype without bias (or unknown dtype)");
     }
@@ -394,9 +397,16 @@ Result compute_reference(const Problem& problem, const std::vector<int64_t>* row
             a_rows[r] = wide;
         }
         const float alpha = problem.alpha[g];
+        const bool n_major = problem.weight_layout == kWeightLayoutNMajor;
+        std::vector<uint16_t> b_column(n_major ? k : 0);  // N-major: column col of B_g, gathered
         for (std::size_t col = 0; col < n; ++col) {
+            const uint16_t* b_row = b_expert + col * k;
+            if (n_major) {
+                for (std::size_t kk = 0; kk < k; ++kk) b_column[kk] = b_expert[kk * n + col];
+                b_row = b_column.data();
+            }
             double sums[kBlockRows];
-            dot_block(a_rows, b_expert + col * k, problem.k, sums);
+            dot_block(a_rows, b_row, problem.k, sums);
             for (int r = 0; r < block.count; ++r) {
                 const std::size_t out_index = block.first + static_cast<std::size_t>(r);
                 const int64_t row = result.rows[out_index];
