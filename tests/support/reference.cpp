@@ -304,6 +304,28 @@ static void dot_block(const double* const* a_rows, const uint16_t* b_row, int64_
     for (int r = 0; r < kBlockRows; ++r) sums[r] = (lanes[r][0] + lanes[r][1]) + (lanes[r][2] + lanes[r][3]);
 }
 
+// The same sums for every column of an N-major B_g (K rows of N): sums[r * n + col]. Each lane
+// adds its k (k mod 4) in ascending order as dot_block does, so both layouts give the same bits;
+// walking B_g row by row keeps the reads contiguous.
+static void dot_block_n_major(const double* const* a_rows, const uint16_t* b_expert, int64_t n, int64_t k,
+                              std::vector<double>* sums) {
+    const std::size_t columns = static_cast<std::size_t>(n);
+    std::vector<double> lanes(kBlockRows * columns * 4, 0.0);
+    for (int64_t kk = 0; kk < k; ++kk) {
+        const uint16_t* b_row = b_expert + static_cast<std::size_t>(kk) * columns;
+        const std::size_t lane = static_cast<std::size_t>(kk & 3);
+        for (std::size_t col = 0; col < columns; ++col) {
+            const double b_value = bf16_to_float(b_row[col]);
+            for (int r = 0; r < kBlockRows; ++r) lanes[(r * columns + col) * 4 + lane] += a_rows[r][kk] * b_value;
+        }
+    }
+    sums->resize(kBlockRows * columns);
+    for (std::size_t i = 0; i < kBlockRows * columns; ++i) {
+        const double* l = &lanes[i * 4];
+        (*sums)[i] = (l[0] + l[1]) + (l[2] + l[3]);
+    }
+}
+
 // The contract's epilogue for one element, in float.
 static void epilogue(float acc, float alpha, float prob, const Problem& problem, int32_t expert, int64_t col,
                      float* c_value, float* d_value) {
@@ -398,15 +420,15 @@ Result compute_reference(const Problem& problem, const std::vector<int64_t>* row
         }
         const float alpha = problem.alpha[g];
         const bool n_major = problem.weight_layout == kWeightLayoutNMajor;
-        std::vector<uint16_t> b_column(n_major ? k : 0);  // N-major: column col of B_g, gathered
+        std::vector<double> n_major_sums;
+        if (n_major) dot_block_n_major(a_rows, b_expert, problem.n, problem.k, &n_major_sums);
         for (std::size_t col = 0; col < n; ++col) {
-            const uint16_t* b_row = b_expert + col * k;
-            if (n_major) {
-                for (std::size_t kk = 0; kk < k; ++kk) b_column[kk] = b_expert[kk * n + col];
-                b_row = b_column.data();
-            }
             double sums[kBlockRows];
-            dot_block(a_rows, b_row, problem.k, sums);
+            if (n_major) {
+                for (int r = 0; r < kBlockRows; ++r) sums[r] = n_major_sums[static_cast<std::size_t>(r) * n + col];
+            } else {
+                dot_block(a_rows, b_expert + col * k, problem.k, sums);
+            }
             for (int r = 0; r < block.count; ++r) {
                 const std::size_t out_index = block.first + static_cast<std::size_t>(r);
                 const int64_t row = result.rows[out_index];
