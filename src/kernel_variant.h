@@ -15,7 +15,7 @@ namespace ggemm {
 // parameters; in discrete mode b_map is the template the kernel patches per expert.
 struct LaunchParams {
     CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
-    CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N}
+    CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N} (N-major: N and K swapped)
     CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M}
     KernelArgs args;
     const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
@@ -47,6 +47,9 @@ struct KernelVariant {
     int32_t d_box_cols = 0;
     int32_t d_box_rows = 0;
     int32_t max_experts = kMaxExperts;  // the most experts its shared copy of the offsets holds
+    // How the kernel reads B_g (GGEMM_WEIGHT_LAYOUT_*): K-major boxes {block_k, b_box_rows}, or
+    // N-major boxes of 64 columns (one 128-byte swizzle row) x block_k rows, tile_n / 64 of them.
+    int32_t weight_layout = kKMajor;
 };
 
 }  // namespace ggemm

@@ -44,6 +44,11 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "malformed variant description (a bug in ggemm)");
         return reason;
     }
+    if (variant.weight_layout != desc.weight_layout) {
+        std::snprintf(reason, size, "reads %s weights, desc->weight_layout = %s", weight_layout_name(variant.weight_layout),
+                      weight_layout_name(desc.weight_layout));
+        return reason;
+    }
     if (desc.tile_m != 0 && variant.tile_m != desc.tile_m) {
         std::snprintf(reason, size, "tile_m %d, desc->tile_m = %d", variant.tile_m, desc.tile_m);
         return reason;
@@ -102,16 +107,20 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     appendf(&text, "ggemm plan on device %d (%s, SM%d, compute capability %d.%d, %d SMs, %d B shared memory per block)\n",
             desc.device, device.name, arch_of(device), device.cc_major, device.cc_minor,
             device.sm_count, device.max_smem_optin);
-    appendf(&text, "problem: L = %d experts, N = %lld, K = %lld, M up to %lld in multiples of 256; %s weights; "
-            "C %s%s; D %s; bias %s\n",
+    appendf(&text, "problem: L = %d experts, N = %lld, K = %lld, M up to %lld in multiples of 256; %s %s weights "
+            "(%s); C %s%s; D %s; bias %s\n",
             desc.num_experts, static_cast<long long>(desc.n), static_cast<long long>(desc.k),
             static_cast<long long>(desc.m_capacity),
             desc.weight_mode == GGEMM_WEIGHTS_DENSE ? "dense" : "discrete (b_ptrs)",
+            weight_layout_name(desc.weight_layout),
+            desc.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR ? "each B_g is K x N, N contiguous"
+                                                              : "each B_g is N x K, K contiguous",
             dtype_name(desc.c_dtype), desc.generate_c ? " (written)" : " (not written)",
             dtype_name(desc.d_dtype), dtype_name(desc.bias_dtype));
-    appendf(&text, "kernel: %s: tile %d x %d, block_k %d, %d stages, cluster %d along M, %d threads, %d B shared memory\n",
+    appendf(&text, "kernel: %s: tile %d x %d, block_k %d, %d stages, cluster %d along M, %d threads, %d B shared memory, "
+            "reads %s B\n",
             variant.name, variant.tile_m, variant.tile_n, variant.block_k, variant.stages,
-            variant.cluster_m, variant.threads, variant.smem_bytes);
+            variant.cluster_m, variant.threads, variant.smem_bytes, weight_layout_name(variant.weight_layout));
     appendf(&text, "scheduler: %s\n",
             desc.scheduler == GGEMM_SCHEDULER_STATIC
                 ? "static (tiles dealt over the persistent grid by a fixed rule)"

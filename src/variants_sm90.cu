@@ -1,10 +1,12 @@
-// The SM90 kernel variants the planner chooses from: one per tile width with the math warps'
-// own stores (any dtypes), and TMA-store variants for a bf16 D without C. Stages fill the
-// shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled
-// for sm_90a only: this translation unit instantiates the kernels and their host-side prepare
-// and launch.
+// The SM90 kernel variants the planner chooses from: one per tile width and weight layout with
+// the math warps' own stores (any dtypes; the N-major kernels differ only in how B is loaded and
+// described), and TMA-store variants for a bf16 D without C (K-major weights). Stages fill the
+// shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
+// sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
+// launch.
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 #include "src/launch.cuh"
+#include "src/tensor_map.h"
 #include "src/variants.h"
 
 namespace ggemm {
@@ -34,6 +36,9 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
 
 }  // namespace sm90
 
+static_assert(sm90::kNMajorBoxColumns == static_cast<int>(kNMajorBoxColumns),
+              "the host's N-major box must be the kernel's");
+
 namespace {
 
 template <class Cfg>
@@ -57,6 +62,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
         variant.d_box_rows = Cfg::kRowsPerWarpgroup;
     }
     variant.max_experts = Cfg::kOffsetCapacity;
+    variant.weight_layout = Cfg::kWeightLayout;
     return variant;
 }
 
@@ -68,6 +74,9 @@ using Tile128 = sm90::Config<128, 6>;
 using Tile256Halves = sm90::Config<256, 4, sm90::Output::kTmaStore, 128>;
 using Tile256Whole = sm90::Config<256, 3, sm90::Output::kTmaStore, 256>;
 using Tile192Whole = sm90::Config<192, 4, sm90::Output::kTmaStore, 192>;
+using Tile256NMajor = sm90::Config<256, 4, sm90::Output::kWarpStores, 0, kNMajor>;
+using Tile192NMajor = sm90::Config<192, 5, sm90::Output::kWarpStores, 0, kNMajor>;
+using Tile128NMajor = sm90::Config<128, 6, sm90::Output::kWarpStores, 0, kNMajor>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -76,6 +85,9 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),
     sm90_variant<Tile256Whole>("sm90_tmastore_whole_128x256x64_s3"),
     sm90_variant<Tile192Whole>("sm90_tmastore_whole_128x192x64_s4"),
+    sm90_variant<Tile256NMajor>("sm90_tma_wgmma_128x256x64_s4_nmajor"),
+    sm90_variant<Tile192NMajor>("sm90_tma_wgmma_128x192x64_s5_nmajor"),
+    sm90_variant<Tile128NMajor>("sm90_tma_wgmma_128x128x64_s6_nmajor"),
 };
 
 }  // namespace

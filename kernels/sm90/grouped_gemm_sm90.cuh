@@ -5,7 +5,8 @@
 //
 // One CTA per SM. Warpgroup 0 is the producer: one thread walks the tile schedule, publishes
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
-// multi-stage shared-memory ring with TMA. Warpgroups 1 and 2 each own 64 rows of the 128-row
+// multi-stage shared-memory ring with TMA (B as one K-major box, or as 64-column N-major boxes:
+// operand_layout.h). Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width (over a piece's width when the last
 // partial round of tiles is cut along N, kernels/common/tail_split.h), keeping one wgmma batch in
 // flight, then run the epilogue. Two output designs: the math warps' own stores, staged through
@@ -23,6 +24,7 @@
 #include "kernels/common/scheduler.h"
 #include "kernels/common/tile_ring.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
+#include "kernels/sm90/operand_layout.h"
 #include "kernels/sm90/tma_store_epilogue_sm90.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/fence.cuh"
@@ -39,15 +41,21 @@ constexpr int kSharedMemoryLimit = 227 * 1024;
 // D (no C) from a buffer of kStoreColumns columns per math warpgroup.
 enum class Output { kWarpStores, kTmaStore };
 
-template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0>
+// kWeightLayout: how B_g lies in global memory (kKMajor: N x K, kNMajor: K x N), and so how a
+// stage's B tile is loaded and described to wgmma (operand_layout.h). Output design and weight
+// layout are compile-time properties: each combination is its own kernel.
+template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0,
+          int kWeightLayout_ = kKMajor>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
     static constexpr Output kOutput = kOutput_;
     static constexpr int kStoreColumns = kStoreColumns_;
     static constexpr int kStoreAtoms = kStoreColumns / kAtomColumns;
+    static constexpr int kWeightLayout = kWeightLayout_;
+    static constexpr int kTransposeB = kWeightLayout == kNMajor ? 1 : 0;  // wgmma imm-trans-b
     static constexpr int kTileM = 128;          // two math warpgroups x 64 rows (wgmma M = 64)
-    static constexpr int kBlockK = 64;          // 64 bf16 = 128 bytes: one 128-byte swizzle row
+    static constexpr int kBlockK = sm90::kBlockK;  // 64 bf16 = 128 bytes: one 128-byte swizzle row
     static constexpr int kMathWarpgroups = 2;
     static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
     static constexpr int kMathWarps = kMathWarpgroups * 4;
@@ -82,6 +90,9 @@ struct Config {
                                                        kStoreColumns <= kTileN,
                   "a TMA-store buffer is whole column atoms, at most the tile");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
+    static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
+    static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
+                  "N-major B is loaded in boxes of 64 columns");
 };
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
@@ -161,12 +172,25 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
             const int32_t k = kb * Cfg::kBlockK;
             ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
-            // A piece loads the tile-wide box from its own first column and uses its first
-            // n_width rows (one box per tile keeps whole tiles at one B load per k-block).
-            if (discrete) {
-                ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
+            // A piece loads the tile-wide B from its own first column and uses its first n_width
+            // columns (whole tiles: one K-major box, or tile_n / 64 N-major boxes, per k-block).
+            if constexpr (Cfg::kWeightLayout == kKMajor) {
+                if (discrete) {
+                    ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
+                } else {
+                    ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
+                }
             } else {
-                ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
+#pragma unroll
+                for (int box = 0; box < Cfg::kTileN / kNMajorBoxColumns; ++box) {
+                    __nv_bfloat16* b_box = st.b + box * (kNMajorBoxBytes / 2);
+                    const int32_t n = tile.n_begin + box * kNMajorBoxColumns;
+                    if (discrete) {
+                        ptx::tma_load_2d(b_box, expert_map, &s.full[stage], n, k);
+                    } else {
+                        ptx::tma_load_3d(b_box, b_map, &s.full[stage], n, k, tile.expert);
+                    }
+                }
             }
             if (++stage == Cfg::kStages) {
                 stage = 0;
@@ -181,7 +205,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
 template <class Cfg, int kWidth>
 __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
                                           float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
-    using Mma = ptx::Wgmma<kWidth>;
+    using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
@@ -194,7 +218,7 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
             // A k16 slice starts 32 bytes further along the swizzled 128-byte row.
             const uint64_t desc_a = ptx::wgmma_smem_desc(a_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
-            const uint64_t desc_b = ptx::wgmma_smem_desc(b_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
+            const uint64_t desc_b = b_slice_descriptor<Cfg::kWeightLayout>(b_base, k);
             Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();

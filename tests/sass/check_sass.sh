@@ -14,7 +14,8 @@
 #            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
 #            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; no local
-#            memory
+#            memory. The N-major kernels (Config's weight layout 1) read B with HGMMA's
+#            transposed-B form (.tnspB); the K-major ones (layout 0) never
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
@@ -146,6 +147,8 @@ done
 # CTA group as the third template argument (...ConfigILi256ELi4ELi1EE...).
 sm100_single='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi1EE'
 sm100_pair='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi2EE'
+sm90_kmajor='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+ELi0EE'
+sm90_nmajor='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+ELi1EE'
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK'
     check_kernels sm_100a "$sm100_single" \
@@ -172,6 +175,18 @@ if disassemble sm_90a; then
     check_kernels sm_90a 'grouped_gemm_sm90_tma_store' 'STSM\.16\.M88\.4' 'UTMASTG\.2D' 'UTMACMDFLUSH' \
         'FENCE\.VIEW\.ASYNC\.S'
     check_absent sm_90a 'grouped_gemm_sm90_tma_store' 'STG\.E\.128' 'LDS\.128'
+    # The weight layout is Config's last argument (...ELi1EE... is N-major): the N-major kernels
+    # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
+    check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
+    check_absent sm_90a "$sm90_kmajor" 'HGMMA[^;]*tnspB'
+    for file in "$work/sm_90a"/*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ grouped_gemm_sm90 ]] || continue
+        if [[ ! "$name" =~ $sm90_kmajor && ! "$name" =~ $sm90_nmajor ]]; then
+            fail "sm_90a $name: neither a K-major nor an N-major Config; update check_sass.sh"
+        fi
+    done
 fi
 
 # ---- resource report: registers, shared, local memory and stack per kernel -----------------------
@@ -240,6 +255,9 @@ if [[ -n "$nvcc" ]]; then
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi64' 'HGMMA\.64x64x16\.F32\.BF16'
+        # imm-trans-b = 1 (B MN-major) assembles to the .tnspB form of the B descriptor operand.
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi[0-9]+ELi1E' 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
+        check_absent sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi[0-9]+ELi0E' 'HGMMA[^;]*tnspB'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_setmaxnreg' 'USETMAXREG\.DEALLOC' 'USETMAXREG\.TRY_ALLOC'
     fi
 fi

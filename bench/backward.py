@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""ggemm's dgrad (N-major weights) against its peers on the MoE suite, in one process, on one GPU.
+
+For every case of bench/moe_shapes.json (a forward of M rows, N outputs, K inputs, weights W of
+shape (L, N, K)), its input gradient dX = dY @ W_g: M rows, N' = K columns, K' = N. Timed in
+interleaved rounds (the order rotates every round), medians of event-timed runs, inputs rotated
+over several sets (bench/peers.py's method and helpers):
+  ggemm_nmajor  ggemm with b = W as N-major weights (weight_layout = N_MAJOR), bf16 D
+  ggemm_fwd     ggemm's K-major forward of the same M x N' x K' (weights (L, N', K')): the
+                kernel the N-major one should match
+  deepgemm_nn   DeepGEMM's m_grouped_bf16_gemm_nn_contiguous(dY, W, D, m_indices) (when
+                `import deep_gemm` works)
+  grouped_mm    torch._grouped_mm(dY, W, offs=padded_offsets, out_dtype=bf16): W (L, N, K) is
+                the (L, K', N') operand it takes
+  dense         torch.mm(dY, W_0): cuBLAS on the same M x N' x K', one expert's weight
+Checked first: ggemm_nmajor (prob = alpha = 1) against torch._grouped_mm (relative Frobenius
+error <= 1e-2, output poisoned first), and bitwise against ggemm_fwd on the transposed weights.
+TFLOP/s = 2*M*N'*K' / median time. Writes backward.json into --out and prints a table.
+
+    python3 bench/backward.py --lib build-gpu/libggemm.so --out out/backward
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import ggemm_ctypes as gg  # noqa: E402
+from peers import load_cases, rel_error, short_error, time_ops  # noqa: E402
+
+CHECK_TOLERANCE = 1e-2
+MAX_SETS = 16
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--lib", default="build-gpu/libggemm.so", help="path of libggemm.so")
+    p.add_argument("--shapes", default=os.path.join(HERE, "moe_shapes.json"))
+    p.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
+    p.add_argument("--lead-cycles", type=int, default=200000)
+    p.add_argument("--out", default="out/backward")
+    return p.parse_args()
+
+
+class DgradData:
+    """dY (M, N'), W (L, N, K) = (L, K', N') N-major, its transpose (L, N', K') K-major."""
+
+    def __init__(self, torch, case, sets_wanted):
+        dev, bf16 = torch.device("cuda"), torch.bfloat16
+        self.name = case["name"]
+        self.L = case["experts"]
+        self.n, self.k = case["k"], case["n"]  # N' = K, K' = N
+        self.offsets_host = list(case["padded_offsets"])
+        self.m = self.offsets_host[-1]
+        self.flops = 2.0 * self.m * self.n * self.k
+        set_bytes = (self.m * self.k + 2 * self.L * self.n * self.k) * 2
+        l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 50 << 20)
+        self.sets = sets_wanted or min(MAX_SETS, max(2, int(3 * l2 / set_bytes) + 1))
+        self.offs = torch.tensor(self.offsets_host, dtype=torch.int32, device=dev)
+        self.ones_l = torch.ones(self.L, dtype=torch.float32, device=dev)
+        self.ones_m = torch.ones(max(self.m, 1), dtype=torch.float32, device=dev)
+        self.dy = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
+        self.w = [torch.empty(self.L, self.k, self.n, dtype=bf16, device=dev).uniform_(-1, 1)
+                  for _ in range(self.sets)]  # the forward's (L, out, in): (L, K', N')
+        self.w_t = [w.transpose(1, 2).contiguous() for w in self.w]  # (L, N', K'), K-major
+        counts = [e - b for b, e in zip([0] + self.offsets_host[:-1], self.offsets_host)]
+        self.m_indices = torch.repeat_interleave(
+            torch.arange(self.L, dtype=torch.int32, device=dev), torch.tensor(counts, device=dev))
+        self.d = {name: torch.empty(self.m, self.n, dtype=bf16, device=dev)
+                  for name in ("ggemm_nmajor", "ggemm_fwd", "deepgemm_nn", "dense")}
+
+
+class GgemmDgrad:
+    """One ggemm plan (N-major on W, or K-major on its transpose) with args per input set."""
+
+    def __init__(self, lib, torch, data, n_major):
+        self.plan = lib.plan(lib.plan_desc(
+            device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
+            num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
+            d_dtype=gg.DTYPE_BF16, weight_layout=1 if n_major else 0))
+        self.description = self.plan.describe()
+        ws = self.plan.workspace_size()
+        self.workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
+        weights = data.w if n_major else data.w_t
+        out = data.d["ggemm_nmajor" if n_major else "ggemm_fwd"]
+        self.args = [lib.args(m=data.m, a=data.dy[s].data_ptr(), b=weights[s].data_ptr(),
+                              padded_offsets=data.offs.data_ptr(), alpha=data.ones_l.data_ptr(),
+                              prob=data.ones_m.data_ptr(), d=out.data_ptr(),
+                              workspace=self.workspace.data_ptr() if ws else None, workspace_size=ws)
+                     for s in range(data.sets)]
+
+    def run(self, s, handle):
+        self.plan.execute(self.args[s], handle)
+
+
+def run_case(torch, lib, deep_gemm, case, opts, stream):
+    data = DgradData(torch, case, opts.sets)
+    result = {"name": data.name, "L": data.L, "M": data.m, "N": data.n, "K": data.k, "errors": {}}
+    handle = stream.cuda_stream
+    plans, ops = [], []
+    for name, n_major in (("ggemm_nmajor", True), ("ggemm_fwd", False)):
+        try:
+            g = GgemmDgrad(lib, torch, data, n_major)
+            plans.append(g)
+            result.setdefault("plans", {})[name] = g.description
+            ops.append((name, lambda s, g=g: g.run(s, handle)))
+        except Exception as e:  # noqa: BLE001 - record and go on with the peers
+            result["errors"][name] = short_error(e)
+    peers = [
+        ("grouped_mm", lambda s: torch._grouped_mm(data.dy[s], data.w[s], offs=data.offs, out_dtype=torch.bfloat16)),
+        ("dense", lambda s: torch.mm(data.dy[s], data.w[s][0], out=data.d["dense"])),
+    ]
+    if deep_gemm is not None:
+        peers.append(("deepgemm_nn", lambda s: deep_gemm.m_grouped_bf16_gemm_nn_contiguous(
+            data.dy[s], data.w[s], data.d["deepgemm_nn"], data.m_indices)))
+    for name, fn in peers:
+        try:
+            fn(0)
+            torch.cuda.synchronize()
+            ops.append((name, fn))
+        except Exception as e:  # noqa: BLE001
+            result["errors"][name] = short_error(e)
+
+    names = [name for name, _ in ops]
+    if "ggemm_nmajor" in names:
+        data.d["ggemm_nmajor"].fill_(float("nan"))
+        dict(ops)["ggemm_nmajor"](0)
+        torch.cuda.synchronize()
+        ref = torch._grouped_mm(data.dy[0], data.w[0], offs=data.offs, out_dtype=torch.bfloat16)
+        err = rel_error(data.d["ggemm_nmajor"], ref)
+        result["check"] = {"rel_err": err, "ok": err <= CHECK_TOLERANCE}
+        if "ggemm_fwd" in names:
+            dict(ops)["ggemm_fwd"](0)
+            torch.cuda.synchronize()
+            result["check"]["bitwise_equal_to_k_major"] = bool(torch.equal(
+                data.d["ggemm_nmajor"].view(torch.int16), data.d["ggemm_fwd"].view(torch.int16)))
+    try:
+        samples = time_ops(torch, stream, ops, data.sets, opts.rounds, opts.warmup, opts.lead_cycles)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        result["median_ms"] = med
+        result["tflops"] = {k: data.flops / (ms * 1e-3) * 1e-12 for k, ms in med.items()}
+    except Exception as e:  # noqa: BLE001
+        result["errors"]["timing"] = short_error(e)
+    t = result.get("tflops", {})
+    for peer in ("deepgemm_nn", "grouped_mm", "dense", "ggemm_fwd"):
+        if "ggemm_nmajor" in t and peer in t:
+            result["ratio_" + peer] = t["ggemm_nmajor"] / t[peer]
+    for g in plans:
+        g.plan.destroy()
+    return result
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def main():
+    opts = parse_args()
+    os.makedirs(opts.out, exist_ok=True)
+    cases = load_cases(opts.shapes, opts.cases)
+    import torch
+    try:
+        import deep_gemm
+    except Exception as e:  # noqa: BLE001 - the peer is optional
+        deep_gemm = None
+        print("backward.py: DeepGEMM not measured (import deep_gemm: %s)" % short_error(e))
+    if not torch.cuda.is_available():
+        sys.exit("backward.py: no CUDA device visible to torch")
+    lib = gg.Library(os.path.abspath(opts.lib))
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
+            "commit": os.environ.get("GGEMM_COMMIT", "unknown"), "rounds": opts.rounds,
+            "command": " ".join([os.path.basename(sys.executable)] + sys.argv)}
+    stream = torch.cuda.Stream()
+    results = []
+    with torch.cuda.stream(stream):
+        for case in cases:
+            try:
+                results.append(run_case(torch, lib, deep_gemm, case, opts, stream))
+            except Exception as e:  # noqa: BLE001 - one case must not stop the others
+                results.append({"name": case["name"], "errors": {"case": short_error(e)}})
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            with open(os.path.join(opts.out, "backward.json"), "w") as f:
+                json.dump({"meta": meta, "results": results}, f, indent=1)
+    print("dgrad (TFLOP/s; ratios are ggemm N-major over the peer)")
+    print("| case | M x N' x K' | ggemm N-major | ggemm K-major fwd | DeepGEMM nn | torch | dense "
+          "| / DeepGEMM | / torch | / K-major fwd | check | = K-major |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    failures = 0
+    for r in results:
+        t, check = r.get("tflops", {}), r.get("check", {})
+        failures += not check.get("ok", False)
+        print("| %s | %s x %s x %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r.get("M"), r.get("N"), r.get("K"), fmt(t.get("ggemm_nmajor"), ".0f"),
+            fmt(t.get("ggemm_fwd"), ".0f"), fmt(t.get("deepgemm_nn"), ".0f"), fmt(t.get("grouped_mm"), ".0f"),
+            fmt(t.get("dense"), ".0f"), fmt(r.get("ratio_deepgemm_nn"), ".3f"),
+            fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_ggemm_fwd"), ".3f"),
+            fmt(check.get("rel_err"), ".1e"), check.get("bitwise_equal_to_k_major", "-")))
+        for name, error in r.get("errors", {}).items():
+            print("  %s: %s: %s" % (r["name"], name, error))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
