@@ -1,109 +1,39 @@
 #!/usr/bin/env python3
-"""ggemm's weight gradient against its peers on the MoE suite, in one process, on one GPU.
+"""ggemm's dgrad (N-major weights) against its peers on the MoE suite, in one process, on one GPU.
 
-For every case of bench/moe_shapes.json, the case's weight gradient: P = N and Q = K of the
-case, summed over each expert's padded rows (dW_g = dY_g^T X_g with dY (M, N), X (M, K)):
+For every case of bench/moe_shapes.json (a forward of M rows, N outputs, K inputs, weights W of
+shape (L, N, K)), its input gradient dX = dY @ W_g: M rows, N' = K columns, K' = N. Timed in
+interleaved rounds (the order rotates every round), medians of event-timed runs, inputs rotated
+over several sets (bench/peers.py's method and helpers):
+  ggemm_nmajor  ggemm with b = W as N-major weights (weight_layout = N_MAJOR), bf16 D
+  ggemm_fwd     ggemm's K-major forward of the same M x N' x K' (weights (L, N', K')): the
+                kernel the N-major one should match
+  deepgemm_nn   DeepGEMM's m_grouped_bf16_gemm_nn_contiguous(dY, W, D, m_indices) (when
+                `import deep_gemm` works)
+  grouped_mm    torch._grouped_mm(dY, W, offs=padded_offsets, out_dtype=bf16): W (L, N, K) is
+                the (L, K', N') operand it takes
+  dense         torch.mm(dY, W_0): cuBLAS on the same M x N' x K', one expert's weight
+Checked first: ggemm_nmajor (prob = alpha = 1) against torch._grouped_mm (relative Frobenius
+error <= 1e-2, output poisoned first), and bitwise against ggemm_fwd on the transposed weights.
+TFLOP/s = 2*M*N'*K' / median time. Writes backward.json into --out and prints a table.
 
-  1. check: ggemm (alpha = 1, bf16 overwrite) against the torch._grouped_mm K-grouped form; the
-     relative Frobenius error must be <= 1e-2 (outputs poisoned with NaN first);
-  2. time, in interleaved rounds (the order rotates every round), medians of event-timed runs:
-       ggemm_bf16   ggemm_wgrad_execute, bf16 output, overwrite
-       ggemm_fp32   ggemm_wgrad_execute, fp32 output, accumulate (main_grad style)
-       grouped_mm   torch._grouped_mm(x1.t(), x2, offs=padded_offsets), bf16 out
-       deep_gemm    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c),
-                    d = c + a_g^T b_g in fp32 (when `import deep_gemm` works; it takes the group
-                    sizes on the host as well)
-       dense        one torch.mm of the same size: (P x M) @ (M x Q), a reference, not a bound
-TFLOP/s = 2 * M * P * Q / median time, M = padded_offsets[-1].
-
-Writes backward.json into --out and prints a table (ggemm over each peer at the peer's own
-output dtype: grouped_mm against ggemm_bf16, deep_gemm against ggemm_fp32).
-
-usage: python3 bench/backward.py --lib build-gpu/libggemm.so [--cases a,b] [--rounds 20]
+    python3 bench/backward.py --lib build-gpu/libggemm.so --out out/backward
 """
 import argparse
-import ctypes as C
+import datetime
 import json
-import math
 import os
 import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-DTYPE_BF16, DTYPE_FP32 = 1, 3
-OUTPUT_DENSE = 0
+import ggemm_ctypes as gg  # noqa: E402
+from peers import load_cases, rel_error, short_error, time_ops  # noqa: E402
+
 CHECK_TOLERANCE = 1e-2
-
-
-class WgradDesc(C.Structure):
-    _fields_ = [("struct_size", C.c_uint32), ("device", C.c_int32), ("m_capacity", C.c_int64),
-                ("p", C.c_int64), ("q", C.c_int64), ("num_experts", C.c_int32), ("out_dtype", C.c_int32),
-                ("output_mode", C.c_int32), ("accumulate", C.c_int32), ("scheduler", C.c_int32),
-                ("sm_margin", C.c_int32), ("reserved0", C.c_int32), ("reserved1", C.c_int32)]
-
-
-class WgradArgs(C.Structure):
-    _fields_ = [("struct_size", C.c_uint32), ("reserved0", C.c_uint32), ("m", C.c_int64),
-                ("x1", C.c_void_p), ("x2", C.c_void_p), ("padded_offsets", C.c_void_p), ("alpha", C.c_void_p),
-                ("out", C.c_void_p), ("out_ptrs", C.c_void_p), ("workspace", C.c_void_p),
-                ("workspace_size", C.c_uint64), ("device_status", C.c_void_p)]
-
-
-assert C.sizeof(WgradDesc) == 64 and C.sizeof(WgradArgs) == 88  # include/ggemm.h's layout
-
-
-class Wgrad:
-    """One ggemm weight-gradient plan through ctypes."""
-
-    def __init__(self, lib, m, p, q, experts, out_dtype, accumulate, scheduler):
-        self.lib = lib
-        plan = C.c_void_p
-        lib.ggemm_wgrad_desc_init.argtypes = [C.POINTER(WgradDesc), C.c_uint32]
-        lib.ggemm_wgrad_args_init.argtypes = [C.POINTER(WgradArgs), C.c_uint32]
-        lib.ggemm_wgrad_plan_create.argtypes = [C.POINTER(plan), C.POINTER(WgradDesc)]
-        lib.ggemm_wgrad_execute.argtypes = [plan, C.POINTER(WgradArgs), C.c_void_p]
-        lib.ggemm_plan_workspace_size.argtypes = [plan, C.POINTER(C.c_uint64)]
-        lib.ggemm_plan_describe.argtypes = [plan, C.c_char_p, C.c_uint64, C.POINTER(C.c_uint64)]
-        lib.ggemm_plan_destroy.argtypes = [plan]
-        lib.ggemm_last_error_message.argtypes = [C.c_char_p, C.c_uint64, C.POINTER(C.c_uint64)]
-        desc = WgradDesc()
-        self.check(lib.ggemm_wgrad_desc_init(C.byref(desc), C.sizeof(desc)), "ggemm_wgrad_desc_init")
-        desc.m_capacity, desc.p, desc.q, desc.num_experts = m, p, q, experts
-        desc.out_dtype, desc.output_mode, desc.accumulate, desc.scheduler = out_dtype, OUTPUT_DENSE, accumulate, scheduler
-        self.handle = C.c_void_p()
-        self.check(lib.ggemm_wgrad_plan_create(C.byref(self.handle), C.byref(desc)), "ggemm_wgrad_plan_create")
-        size = C.c_uint64()
-        self.check(lib.ggemm_plan_workspace_size(self.handle, C.byref(size)), "ggemm_plan_workspace_size")
-        self.workspace_size = size.value
-
-    def check(self, status, what):
-        if status != 0:
-            text = C.create_string_buffer(4096)
-            self.lib.ggemm_last_error_message(text, len(text), None)
-            raise RuntimeError("%s failed (%d): %s" % (what, status, text.value.decode()))
-
-    def describe(self):
-        text = C.create_string_buffer(8192)
-        self.check(self.lib.ggemm_plan_describe(self.handle, text, len(text), None), "ggemm_plan_describe")
-        return text.value.decode()
-
-    def args(self, m, x1, x2, offsets, out, workspace, status):
-        args = WgradArgs()
-        self.check(self.lib.ggemm_wgrad_args_init(C.byref(args), C.sizeof(args)), "ggemm_wgrad_args_init")
-        args.m, args.x1, args.x2, args.padded_offsets = m, x1.data_ptr(), x2.data_ptr(), offsets.data_ptr()
-        args.out = out.data_ptr()
-        args.workspace = workspace.data_ptr() if workspace is not None else None
-        args.workspace_size = self.workspace_size
-        args.device_status = status.data_ptr()
-        return args
-
-    def run(self, args, stream_handle):
-        self.check(self.lib.ggemm_wgrad_execute(self.handle, C.byref(args), C.c_void_p(stream_handle)),
-                   "ggemm_wgrad_execute")
-
-    def destroy(self):
-        self.lib.ggemm_plan_destroy(self.handle)
+MAX_SETS = 16
 
 
 def parse_args():
@@ -111,146 +41,172 @@ def parse_args():
     p.add_argument("--lib", default="build-gpu/libggemm.so", help="path of libggemm.so")
     p.add_argument("--shapes", default=os.path.join(HERE, "moe_shapes.json"))
     p.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--scheduler", choices=("static", "dynamic"), default="static")
-    p.add_argument("--out", default="out", help="folder of backward.json")
+    p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
+    p.add_argument("--lead-cycles", type=int, default=200000)
+    p.add_argument("--out", default="out/backward")
     return p.parse_args()
 
 
-def rel_error(torch, got, ref):
-    got, ref = got.double(), ref.double()
-    return float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+class DgradData:
+    """dY (M, N'), W (L, N, K) = (L, K', N') N-major, its transpose (L, N', K') K-major."""
+
+    def __init__(self, torch, case, sets_wanted):
+        dev, bf16 = torch.device("cuda"), torch.bfloat16
+        self.name = case["name"]
+        self.L = case["experts"]
+        self.n, self.k = case["k"], case["n"]  # N' = K, K' = N
+        self.offsets_host = list(case["padded_offsets"])
+        self.m = self.offsets_host[-1]
+        self.flops = 2.0 * self.m * self.n * self.k
+        set_bytes = (self.m * self.k + 2 * self.L * self.n * self.k) * 2
+        l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 50 << 20)
+        self.sets = sets_wanted or min(MAX_SETS, max(2, int(3 * l2 / set_bytes) + 1))
+        self.offs = torch.tensor(self.offsets_host, dtype=torch.int32, device=dev)
+        self.ones_l = torch.ones(self.L, dtype=torch.float32, device=dev)
+        self.ones_m = torch.ones(max(self.m, 1), dtype=torch.float32, device=dev)
+        self.dy = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
+        self.w = [torch.empty(self.L, self.k, self.n, dtype=bf16, device=dev).uniform_(-1, 1)
+                  for _ in range(self.sets)]  # the forward's (L, out, in): (L, K', N')
+        self.w_t = [w.transpose(1, 2).contiguous() for w in self.w]  # (L, N', K'), K-major
+        counts = [e - b for b, e in zip([0] + self.offsets_host[:-1], self.offsets_host)]
+        self.m_indices = torch.repeat_interleave(
+            torch.arange(self.L, dtype=torch.int32, device=dev), torch.tensor(counts, device=dev))
+        self.d = {name: torch.empty(self.m, self.n, dtype=bf16, device=dev)
+                  for name in ("ggemm_nmajor", "ggemm_fwd", "deepgemm_nn", "dense")}
 
 
-def time_ops(torch, stream, ops, rounds, warmup):
-    """Interleaved rounds, the op order rotating every round; {name: [ms, ...]}."""
-    events = {name: (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for name, _ in ops}
-    samples = {name: [] for name, _ in ops}
-    for r in range(warmup + rounds):
-        shift = r % len(ops)
-        for name, fn in ops[shift:] + ops[:shift]:
-            start, stop = events[name]
-            start.record(stream)
-            fn()
-            stop.record(stream)
-        stream.synchronize()
-        if r >= warmup:
-            for name, _ in ops:
-                samples[name].append(events[name][0].elapsed_time(events[name][1]))
-    return samples
+class GgemmDgrad:
+    """One ggemm plan (N-major on W, or K-major on its transpose) with args per input set."""
+
+    def __init__(self, lib, torch, data, n_major):
+        self.plan = lib.plan(lib.plan_desc(
+            device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
+            num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
+            d_dtype=gg.DTYPE_BF16, weight_layout=1 if n_major else 0))
+        self.description = self.plan.describe()
+        ws = self.plan.workspace_size()
+        self.workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
+        weights = data.w if n_major else data.w_t
+        out = data.d["ggemm_nmajor" if n_major else "ggemm_fwd"]
+        self.args = [lib.args(m=data.m, a=data.dy[s].data_ptr(), b=weights[s].data_ptr(),
+                              padded_offsets=data.offs.data_ptr(), alpha=data.ones_l.data_ptr(),
+                              prob=data.ones_m.data_ptr(), d=out.data_ptr(),
+                              workspace=self.workspace.data_ptr() if ws else None, workspace_size=ws)
+                     for s in range(data.sets)]
+
+    def run(self, s, handle):
+        self.plan.execute(self.args[s], handle)
 
 
 def run_case(torch, lib, deep_gemm, case, opts, stream):
-    offsets_host = case["padded_offsets"]
-    m, p, q, experts = offsets_host[-1], case["n"], case["k"], case["experts"]
-    device = torch.device("cuda")
-    gen = torch.Generator(device=device).manual_seed(0)
-    x1 = torch.rand(m, p, device=device, generator=gen).sub_(0.5).to(torch.bfloat16)
-    x2 = torch.rand(m, q, device=device, generator=gen).sub_(0.5).to(torch.bfloat16)
-    offsets = torch.tensor(offsets_host, dtype=torch.int32, device=device)
-    status = torch.zeros(1, dtype=torch.int32, device=device)
-    scheduler = 1 if opts.scheduler == "dynamic" else 0
-    result = {"name": case["name"], "m": m, "p": p, "q": q, "experts": experts, "tflops": {}, "errors": {}}
-    plans = []
-    try:
-        bf16 = Wgrad(lib, m, p, q, experts, DTYPE_BF16, 0, scheduler)
-        fp32 = Wgrad(lib, m, p, q, experts, DTYPE_FP32, 1, scheduler)
-        plans = [bf16, fp32]
-        result["plan"] = bf16.describe().splitlines()[2]
-        workspace = torch.empty(max(bf16.workspace_size, 128), dtype=torch.uint8, device=device)
-        out_bf16 = torch.full((experts, p, q), float("nan"), dtype=torch.bfloat16, device=device)
-        main_grad = torch.zeros((experts, p, q), dtype=torch.float32, device=device)
-        args_bf16 = bf16.args(m, x1, x2, offsets, out_bf16, workspace, status)
-        args_fp32 = fp32.args(m, x1, x2, offsets, main_grad, workspace, status)
-        handle = stream.cuda_stream
-        ops = [("ggemm_bf16", lambda: bf16.run(args_bf16, handle)),
-               ("ggemm_fp32", lambda: fp32.run(args_fp32, handle))]
-        # The peers: torch._grouped_mm's K-grouped form, DeepGEMM's k-grouped kernel, one dense mm.
-        x1t = x1.t()
-        torch.cuda.synchronize()  # inputs were made on the default stream
-        with torch.cuda.stream(stream):
-            ref = torch._grouped_mm(x1t, x2, offs=offsets, out_dtype=torch.bfloat16)
-            bf16.run(args_bf16, handle)
-        stream.synchronize()
-        if int(status.item()) != 0:
-            raise RuntimeError("device status 0x%x" % int(status.item()))
-        result["errors"]["check_vs_grouped_mm"] = rel_error(torch, out_bf16.float(), ref.float())
-        ops.append(("grouped_mm", lambda: torch._grouped_mm(x1t, x2, offs=offsets, out_dtype=torch.bfloat16)))
-        if deep_gemm is not None:
-            ks = [offsets_host[0]] + [b - a for a, b in zip(offsets_host, offsets_host[1:])]
-            ks_tensor = torch.tensor(ks, dtype=torch.int32, device=device)
-            d = torch.zeros((experts, p, q), dtype=torch.float32, device=device)
-            c = torch.zeros_like(d)
-            ops.append(("deep_gemm", lambda: deep_gemm.k_grouped_bf16_gemm_tn_contiguous(x1, x2, d, ks, ks_tensor, c)))
-        w = torch.empty(p, m, dtype=torch.bfloat16, device=device)
+    data = DgradData(torch, case, opts.sets)
+    result = {"name": data.name, "L": data.L, "M": data.m, "N": data.n, "K": data.k, "errors": {}}
+    handle = stream.cuda_stream
+    plans, ops = [], []
+    for name, n_major in (("ggemm_nmajor", True), ("ggemm_fwd", False)):
+        try:
+            g = GgemmDgrad(lib, torch, data, n_major)
+            plans.append(g)
+            result.setdefault("plans", {})[name] = g.description
+            ops.append((name, lambda s, g=g: g.run(s, handle)))
+        except Exception as e:  # noqa: BLE001 - record and go on with the peers
+            result["errors"][name] = short_error(e)
+    peers = [
+        ("grouped_mm", lambda s: torch._grouped_mm(data.dy[s], data.w[s], offs=data.offs, out_dtype=torch.bfloat16)),
+        ("dense", lambda s: torch.mm(data.dy[s], data.w[s][0], out=data.d["dense"])),
+    ]
+    if deep_gemm is not None:
+        peers.append(("deepgemm_nn", lambda s: deep_gemm.m_grouped_bf16_gemm_nn_contiguous(
+            data.dy[s], data.w[s], data.d["deepgemm_nn"], data.m_indices)))
+    for name, fn in peers:
+        try:
+            fn(0)
+            torch.cuda.synchronize()
+            ops.append((name, fn))
+        except Exception as e:  # noqa: BLE001
+            result["errors"][name] = short_error(e)
+
+    names = [name for name, _ in ops]
+    if "ggemm_nmajor" in names:
+        data.d["ggemm_nmajor"].fill_(float("nan"))
+        dict(ops)["ggemm_nmajor"](0)
         torch.cuda.synchronize()
-        ops.append(("dense", lambda: torch.mm(w, x2)))
-        with torch.cuda.stream(stream):
-            samples = time_ops(torch, stream, ops, opts.rounds, opts.warmup)
-        flops = 2.0 * m * p * q
-        for name, times in samples.items():
-            result["tflops"][name] = flops / (statistics.median(times) * 1e-3) / 1e12
-    except Exception as e:  # noqa: BLE001 - one case failing must not end the run
-        result["failure"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])
-    finally:
-        for plan in plans:
-            plan.destroy()
+        ref = torch._grouped_mm(data.dy[0], data.w[0], offs=data.offs, out_dtype=torch.bfloat16)
+        err = rel_error(data.d["ggemm_nmajor"], ref)
+        result["check"] = {"rel_err": err, "ok": err <= CHECK_TOLERANCE}
+        if "ggemm_fwd" in names:
+            dict(ops)["ggemm_fwd"](0)
+            torch.cuda.synchronize()
+            result["check"]["bitwise_equal_to_k_major"] = bool(torch.equal(
+                data.d["ggemm_nmajor"].view(torch.int16), data.d["ggemm_fwd"].view(torch.int16)))
+    try:
+        samples = time_ops(torch, stream, ops, data.sets, opts.rounds, opts.warmup, opts.lead_cycles)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        result["median_ms"] = med
+        result["tflops"] = {k: data.flops / (ms * 1e-3) * 1e-12 for k, ms in med.items()}
+    except Exception as e:  # noqa: BLE001
+        result["errors"]["timing"] = short_error(e)
+    t = result.get("tflops", {})
+    for peer in ("deepgemm_nn", "grouped_mm", "dense", "ggemm_fwd"):
+        if "ggemm_nmajor" in t and peer in t:
+            result["ratio_" + peer] = t["ggemm_nmajor"] / t[peer]
+    for g in plans:
+        g.plan.destroy()
     return result
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
 
 
 def main():
     opts = parse_args()
+    os.makedirs(opts.out, exist_ok=True)
+    cases = load_cases(opts.shapes, opts.cases)
     import torch
-    deep_gemm = None
     try:
-        import deep_gemm as dg
-        deep_gemm = dg if hasattr(dg, "k_grouped_bf16_gemm_tn_contiguous") else None
-    except Exception:  # noqa: BLE001 - optional peer
+        import deep_gemm
+    except Exception as e:  # noqa: BLE001 - the peer is optional
         deep_gemm = None
-    lib = C.CDLL(opts.lib)
-    with open(opts.shapes) as f:
-        cases = json.load(f)["cases"]
-    if opts.cases:
-        wanted = set(opts.cases.split(","))
-        cases = [c for c in cases if c["name"] in wanted]
+        print("backward.py: DeepGEMM not measured (import deep_gemm: %s)" % short_error(e))
+    if not torch.cuda.is_available():
+        sys.exit("backward.py: no CUDA device visible to torch")
+    lib = gg.Library(os.path.abspath(opts.lib))
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
+            "commit": os.environ.get("GGEMM_COMMIT", "unknown"), "rounds": opts.rounds,
+            "command": " ".join([os.path.basename(sys.executable)] + sys.argv)}
     stream = torch.cuda.Stream()
     results = []
-    os.makedirs(opts.out, exist_ok=True)
-    for case in cases:
-        results.append(run_case(torch, lib, deep_gemm, case, opts, stream))
-        with open(os.path.join(opts.out, "backward.json"), "w") as f:
-            json.dump({"cases": results, "deep_gemm": deep_gemm is not None}, f, indent=1)
-        r = results[-1]
-        print("%-18s %s" % (r["name"], r.get("failure") or " ".join(
-            "%s %.0f" % (k, v) for k, v in r["tflops"].items())), flush=True)
-
-    print("\n| case | ggemm bf16 | torch (bf16) | x | ggemm fp32 acc | DeepGEMM (fp32) | x | dense | check |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    over_torch, over_deep = [], []
+    with torch.cuda.stream(stream):
+        for case in cases:
+            try:
+                results.append(run_case(torch, lib, deep_gemm, case, opts, stream))
+            except Exception as e:  # noqa: BLE001 - one case must not stop the others
+                results.append({"name": case["name"], "errors": {"case": short_error(e)}})
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            with open(os.path.join(opts.out, "backward.json"), "w") as f:
+                json.dump({"meta": meta, "results": results}, f, indent=1)
+    print("dgrad (TFLOP/s; ratios are ggemm N-major over the peer)")
+    print("| case | M x N' x K' | ggemm N-major | ggemm K-major fwd | DeepGEMM nn | torch | dense "
+          "| / DeepGEMM | / torch | / K-major fwd | check | = K-major |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    failures = 0
     for r in results:
-        t = r["tflops"]
-        a, b = t.get("ggemm_bf16"), t.get("grouped_mm")
-        c, d = t.get("ggemm_fp32"), t.get("deep_gemm")
-        x1 = a / b if a and b else None
-        x2 = c / d if c and d else None
-        if x1:
-            over_torch.append(x1)
-        if x2:
-            over_deep.append(x2)
-        f = lambda v, s="%.0f": "-" if v is None else s % v  # noqa: E731
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["name"], f(a), f(b), f(x1, "%.2f"), f(c), f(d), f(x2, "%.2f"), f(t.get("dense")),
-            f(r["errors"].get("check_vs_grouped_mm"), "%.1e") if "failure" not in r else r["failure"][:60]))
-    geo = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")  # noqa: E731
-    print("\ngeomean ggemm/torch (bf16) %.3f over %d cases; ggemm/DeepGEMM (fp32 accumulate) %.3f over %d cases"
-          % (geo(over_torch), len(over_torch), geo(over_deep), len(over_deep)))
-    failed = [r["name"] for r in results if "failure" in r or
-              r["errors"].get("check_vs_grouped_mm", 0.0) > CHECK_TOLERANCE]
-    if failed:
-        print("FAILED or CHECK above %.0e: %s" % (CHECK_TOLERANCE, ", ".join(failed)))
-        return 1
-    return 0
+        t, check = r.get("tflops", {}), r.get("check", {})
+        failures += not check.get("ok", False)
+        print("| %s | %s x %s x %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r.get("M"), r.get("N"), r.get("K"), fmt(t.get("ggemm_nmajor"), ".0f"),
+            fmt(t.get("ggemm_fwd"), ".0f"), fmt(t.get("deepgemm_nn"), ".0f"), fmt(t.get("grouped_mm"), ".0f"),
+            fmt(t.get("dense"), ".0f"), fmt(r.get("ratio_deepgemm_nn"), ".3f"),
+            fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_ggemm_fwd"), ".3f"),
+            fmt(check.get("rel_err"), ".1e"), check.get("bitwise_equal_to_k_major", "-")))
+        for name, error in r.get("errors", {}).items():
+            print("  %s: %s: %s" % (r["name"], name, error))
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ class PlanDesc(C.Structure):
         ("cluster_m", C.c_int32),
         ("sm_margin", C.c_int32),
         ("reserved0", C.c_int32),
+        ("weight_layout", C.c_int32),
+        ("reserved1", C.c_int32),
     ]
 
 

@@ -18,6 +18,7 @@ Writes peers.json (rewritten after every case, so a crash or timeout keeps what 
 peers.md and peers.png into --out, and prints the table last.
 """
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -60,6 +61,10 @@ def parse_args():
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
                    help="also time another build of libggemm.so (the plan's choice) in the same "
                         "rounds, e.g. a branch: reported as ggemm_NAME (repeatable)")
+    p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
+                   help="also time ggemm with its plans restricted to the kernel variants whose name starts "
+                        "with PREFIX (the library's GGEMM_KERNEL), e.g. warp=sm90_tma_wgmma_ for the math "
+                        "warps' stores: reported as ggemm_NAME (repeatable)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -265,6 +270,20 @@ def run_case(torch, lib, case, opts, stream):
     return result
 
 
+@contextlib.contextmanager
+def forced_kernel(prefix):
+    """Plans created inside choose only kernel variants whose name starts with prefix (None: any).
+    The library reads GGEMM_KERNEL when a plan is created, never when it runs."""
+    if prefix is None:
+        yield
+        return
+    os.environ["GGEMM_KERNEL"] = prefix
+    try:
+        yield
+    finally:
+        del os.environ["GGEMM_KERNEL"]
+
+
 def check_and_time(torch, lib, data, opts, stream, result, plans):
     """Fills `result`; each failure is recorded under result["errors"] and the rest goes on."""
     handle = stream.cuda_stream
@@ -289,9 +308,10 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
 
-    for name, alt_lib, tile_n, cluster_m in opts.alternatives:
+    for name, alt_lib, tile_n, cluster_m, kernel in opts.alternatives:
         try:
-            gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m)
+            with forced_kernel(kernel):
+                gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m)
             plans.append(gcase)
             result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
             result.setdefault("alt_plans", {})[name] = gcase.description
@@ -522,10 +542,15 @@ def main():
             tile_n, cluster_m = (int(v) for v in spec.split("x"))
         except ValueError:
             sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M" % spec)
-        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m))
+        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None))
     for spec in opts.alt_lib:
         name, _, path = spec.partition("=")
-        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0))
+        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None))
+    for spec in opts.alt_kernel:
+        name, _, prefix = spec.partition("=")
+        if not name or not prefix:
+            sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX" % spec)
+        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix))
     props = torch.cuda.get_device_properties(0)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -535,7 +560,7 @@ def main():
         "commit": os.environ.get("GGEMM_COMMIT", "unknown"),
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
-        "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib,
+        "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib, "alt_kernel": opts.alt_kernel,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }

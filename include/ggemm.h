@@ -9,9 +9,12 @@
  * row ranges of A given by `padded_offsets` (exclusive cumulative ends, each a multiple of 256).
  * For row r of expert g and column n:
  *
- *   acc    = sum_k A[r,k] * B_g[n,k]                         (fp32 accumulation)
+ *   acc    = sum_k A[r,k] * B_g(n,k)                         (fp32 accumulation)
  *   bias:    v = fma(acc, alpha[g], prob[r] * bias[g][n]);  C = cvt(v);  D = cvt(v)
  *   no bias: g = acc * alpha[g];  C = cvt(g);  D = cvt(g * prob[r])
+ *
+ * B_g(n,k) is B_g[n][k] with K-major weights (the default) and B_g[k][n] with N-major weights
+ * (desc->weight_layout).
  *
  * Usage:
  *   ggemm_plan_desc desc;  ggemm_plan_desc_init(&desc, sizeof desc);   ... fill ...
@@ -96,11 +99,15 @@ GGEMM_API ggemm_status_t ggemm_last_error_message(char* buffer, uint64_t buffer_
 #define GGEMM_DTYPE_FP16 2
 #define GGEMM_DTYPE_FP32 3
 
-#define GGEMM_WEIGHTS_DENSE    0 /* B: one L x N x K tensor */
-#define GGEMM_WEIGHTS_DISCRETE 1 /* b_ptrs: a device array of L pointers to N x K matrices */
+#define GGEMM_WEIGHTS_DENSE    0 /* B: one L x N x K tensor (N-major weights: L x K x N) */
+#define GGEMM_WEIGHTS_DISCRETE 1 /* b_ptrs: a device array of L pointers to N x K (K x N) matrices */
 
 #define GGEMM_SCHEDULER_STATIC  0 /* fixed assignment of tiles over a persistent grid */
 #define GGEMM_SCHEDULER_DYNAMIC 1 /* tiles claimed from a counter in the workspace */
+
+/* How each expert's weight matrix B_g is laid out in memory (both: row-major bf16). */
+#define GGEMM_WEIGHT_LAYOUT_K_MAJOR 0 /* B_g is N x K: B_g[n][k] at n * K + k (the forward's W) */
+#define GGEMM_WEIGHT_LAYOUT_N_MAJOR 1 /* B_g is K x N: B_g[k][n] at k * N + n (dgrad: dY @ W) */
 
 /* Limits of the operation. */
 #define GGEMM_MAX_EXPERTS   1024 /* num_experts is 1..GGEMM_MAX_EXPERTS */
@@ -131,6 +138,8 @@ typedef struct ggemm_plan_desc {
     int32_t cluster_m;       /* 0 = choose; else 1 or 2 CTAs along M */
     int32_t sm_margin;       /* SMs to leave free for overlapping work (default 0) */
     int32_t reserved0;       /* must be 0 */
+    int32_t weight_layout;   /* GGEMM_WEIGHT_LAYOUT_* (default K_MAJOR) */
+    int32_t reserved1;       /* must be 0 */
 } ggemm_plan_desc;
 
 /* Bytes of the smallest ggemm_plan_desc accepted (up to and including `scheduler`). */
@@ -149,8 +158,8 @@ typedef struct ggemm_args {
     uint32_t reserved0;            /* must be 0 */
     int64_t m;                     /* rows of A, prob, C, D this call: multiple of 256, <= m_capacity; 0 = no-op */
     const void* a;                 /* M x K bf16 */
-    const void* b;                 /* dense: L x N x K bf16; NULL in discrete mode */
-    const uint64_t* b_ptrs;        /* discrete: L device pointers to N x K bf16; NULL in dense mode */
+    const void* b;                 /* dense: L x N x K bf16 (N-major: L x K x N); NULL in discrete mode */
+    const uint64_t* b_ptrs;        /* discrete: L device pointers to N x K bf16 (N-major: K x N); NULL in dense mode */
     const int32_t* padded_offsets; /* L int32 cumulative row ends */
     const float* alpha;            /* L fp32 */
     const float* prob;             /* M fp32 */

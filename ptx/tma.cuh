@@ -120,6 +120,19 @@ __device__ __forceinline__ void tma_store_wait_read() {
 #endif
 }
 
+// cp.async.bulk.wait_group N;                                                 PTX 8.0, sm_90
+// Waits until at most N bulk-store groups of this thread are still pending, their writes to
+// global memory included: the last wait before a CTA that stored through TMA exits.
+template <int N>
+__device__ __forceinline__ void tma_store_wait() {
+    static_assert(N >= 0 && N <= 63, "wait_group takes a small immediate");
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
 // tensormap.replace.tile.global_address.global.b1024.b64 [map], address;    PTX 8.3, sm_90a / sm_100a
 // Rewrites the base address of a 128-byte tensor map that lives in global memory.
 __device__ __forceinline__ void tensormap_replace_global_address(void* global_map, uint64_t address) {

@@ -5,10 +5,12 @@
 # timed and cut to fit the deadline; a failed stage does not stop the later ones (a failed build
 # does). A short table is printed LAST; full logs go to $OUT.
 #
-# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady python backward
+# usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady python
+#                                                       backward wgrad
 #         STAGES="build bench peers" scripts/gpu_run.sh
 #   (default: the first seven, in that order; `python` builds its own copy of the library;
-#   `backward` times the weight gradient against its peers, bench/backward.py, when asked for)
+#   `backward` times dgrad with N-major weights against its peers, bench/backward.py; `wgrad`
+#   the weight gradient against its peers, bench/wgrad.py)
 #
 # environment:
 #   OUT               results folder (default ./out, which git ignores)
@@ -21,11 +23,12 @@
 #   BENCH_ARGS        extra ggemm_bench arguments, e.g. --benchmark_filter=suite/
 #   PEERS_ARGS        peers.py arguments besides --lib/--out (default: --full-epilogue)
 #   STEADY_ARGS       steady_clock.py arguments besides --lib/--out (default: none)
+#   BACKWARD_ARGS     backward.py arguments besides --lib/--out (default: none)
 #   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck synccheck initcheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
 # $OUT keeps at most 9 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
-# peers.md, peers.png, steady.json, backward.json (stage backward), and while a stage runs its own log(s), which move into
+# peers.md, peers.png, steady.json, backward.json, wgrad.json, and while a stage runs its own log(s), which move into
 # logs.tar when it ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
 #
 # This script only reads the GPU's state (nvidia-smi -L / --query-gpu); it never changes clocks,
@@ -38,7 +41,7 @@ mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${GGEMM_DEADLINE_S:-570}))
-ALL_STAGES="build test sanitize bench peers steady python backward"
+ALL_STAGES="build test sanitize bench peers steady python backward wgrad"
 DEFAULT_STAGES="build test sanitize bench peers steady python"
 if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$DEFAULT_STAGES}; fi
 for stage in $STAGE_LIST; do
@@ -49,11 +52,12 @@ for stage in $STAGE_LIST; do
 done
 
 declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120 [python]=480
-                        [backward]=300)
+                        [backward]=300 [wgrad]=300)
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
 STEADY_ARGS=${STEADY_ARGS:-}
+BACKWARD_ARGS=${BACKWARD_ARGS:-}
 BENCH_ARGS=${BENCH_ARGS:-}
 CMAKE_ARGS=${CMAKE_ARGS:-}
 SCRATCH=$(mktemp -d /tmp/gpu_run.XXXXXX)
@@ -236,6 +240,28 @@ stage_bench() {
   return "$rc"
 }
 
+stage_backward() {
+  local lib="$BUILD_DIR/libggemm.so"
+  built "$lib" || return 1
+  # shellcheck disable=SC2086  # BACKWARD_ARGS is a list of arguments
+  SHOW_LINES=30 run_logged backward.log env PYTHONUNBUFFERED=1 python3 bench/backward.py --lib "$lib" \
+    --out "$OUT" $BACKWARD_ARGS
+  local rc=$?
+  NOTE="dgrad N-major: $(grep -cE '^\| [a-z0-9_]+ \|' "$OUT/backward.log" 2>/dev/null) case rows (table in backward.log)"
+  return "$rc"
+}
+
+# The weight gradient against torch._grouped_mm's K-grouped form, DeepGEMM's k-grouped kernel
+# (when importable) and one dense GEMM, on every case of bench/moe_shapes.json.
+stage_wgrad() {
+  local lib="$BUILD_DIR/libggemm.so"
+  built "$lib" || return 1
+  SHOW_LINES=30 run_logged wgrad.log env PYTHONUNBUFFERED=1 python3 bench/wgrad.py --lib "$lib" --out "$OUT"
+  local rc=$?
+  NOTE=$(grep -E "^geomean|^FAILED" "$OUT/wgrad.log" | tr '\n' ' ')
+  return "$rc"
+}
+
 stage_peers() {
   local lib="$BUILD_DIR/libggemm.so"
   built "$lib" || return 1
@@ -323,17 +349,6 @@ stage_python() {
   block=$(grep -m1 -oE "ggemm/grouped_mm [0-9.]+" "$OUT/python_example.log")
   NOTE="pytest:${counts:- none}; example: ${check:-no check} ${block:+($block)}"
   ((rc_tests == 0 && rc_example == 0 && rc_bench == 0))
-}
-
-# The weight gradient against torch._grouped_mm's K-grouped form, DeepGEMM's k-grouped kernel
-# (when importable) and one dense GEMM, on every case of bench/moe_shapes.json.
-stage_backward() {
-  local lib="$BUILD_DIR/libggemm.so"
-  built "$lib" || return 1
-  SHOW_LINES=20 run_logged backward.log env PYTHONUNBUFFERED=1 python3 bench/backward.py --lib "$lib" --out "$OUT"
-  local rc=$?
-  NOTE=$(grep -E "^geomean|^FAILED" "$OUT/backward.log" | tr '\n' ' ')
-  return "$rc"
 }
 
 # --- run ------------------------------------------------------------------------------------------

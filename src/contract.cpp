@@ -38,6 +38,8 @@ static_assert(GGEMM_WEIGHTS_DISCRETE == kDiscrete, "GGEMM_WEIGHTS_DISCRETE must 
 static_assert(GGEMM_SCHEDULER_STATIC == kStatic, "GGEMM_SCHEDULER_STATIC must equal ggemm::kStatic");
 static_assert(GGEMM_SCHEDULER_DYNAMIC == kDynamic, "GGEMM_SCHEDULER_DYNAMIC must equal ggemm::kDynamic");
 
+static_assert(GGEMM_WEIGHT_LAYOUT_K_MAJOR == kKMajor, "GGEMM_WEIGHT_LAYOUT_K_MAJOR must equal ggemm::kKMajor");
+static_assert(GGEMM_WEIGHT_LAYOUT_N_MAJOR == kNMajor, "GGEMM_WEIGHT_LAYOUT_N_MAJOR must equal ggemm::kNMajor");
 static_assert(GGEMM_WGRAD_OUTPUT_DENSE == kWgradOutputDense,
               "GGEMM_WGRAD_OUTPUT_DENSE must equal ggemm::kWgradOutputDense");
 static_assert(GGEMM_WGRAD_OUTPUT_POINTERS == kWgradOutputPointers,

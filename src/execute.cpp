@@ -1,6 +1,6 @@
 // ggemm_execute. The success path makes no allocation, no synchronization and no host read
 // of device memory, so it can be captured in a CUDA graph; its cost is a handful of driver and
-// runtime calls (pointer attributes, one or two tensor-map encodes, a memset where one is
+// runtime calls (pointer attributes, one to three tensor-map encodes, a memset where one is
 // needed, the launch), the launch most of it (bench host/parts/*).
 #include "src/execute.h"
 
@@ -41,6 +41,32 @@ ggemm_status_t weight_map(const ggemm_plan& plan, const ggemm_args& args, CUtens
         t_weight_map.plan_serial = plan.serial;
         t_weight_map.address = address;
         t_weight_map.map = *map;
+    }
+    return status;
+}
+
+// D's map of this thread's last call, by plan, address and M, for variants that store D with TMA:
+// a steady state of calls on one output buffer encodes it once.
+struct OutputMapCache {
+    uint64_t plan_serial = 0;  // 0: empty
+    const void* address = nullptr;
+    int64_t m = 0;
+    CUtensorMap map;
+};
+thread_local OutputMapCache t_output_map;
+
+ggemm_status_t output_map(const ggemm_plan& plan, const ggemm_args& args, CUtensorMap* map) noexcept {
+    if (plan.serial != 0 && t_output_map.plan_serial == plan.serial && t_output_map.address == args.d &&
+        t_output_map.m == args.m) {
+        *map = t_output_map.map;
+        return GGEMM_SUCCESS;
+    }
+    const ggemm_status_t status = encode_tensor_map(d_map_shape(args.d, args.m, plan.desc.n, plan.variant), "D", map);
+    if (status == GGEMM_SUCCESS) {
+        t_output_map.plan_serial = plan.serial;
+        t_output_map.address = args.d;
+        t_output_map.m = args.m;
+        t_output_map.map = *map;
     }
     return status;
 }
@@ -124,6 +150,10 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
         if (status != GGEMM_SUCCESS) return status;
         status = weight_map(plan, args, &params.b_map);
         if (status != GGEMM_SUCCESS) return status;
+        if (variant.d_box_rows > 0) {
+            status = output_map(plan, args, &params.d_map);
+            if (status != GGEMM_SUCCESS) return status;
+        }
     }
 
     // The caller reads this call's word whatever happens: with dense weights and M > 0 the

@@ -27,6 +27,10 @@ const int kTileMPreferenceCount = sizeof kTileMPreference / sizeof kTileMPrefere
 const Preference kClusterPreference[] = {{1, 1.00}, {2, 0.98}};
 const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterPreference[0];
 
+// Hopper: the math warps' own global stores of D cost about one k-block per tile (7 % at
+// K = 768); TMA stores from a tile buffer take them off the math warps' path.
+const OutputPreference kOutputPreference = {1.00, 1.01};
+
 namespace {
 
 // A value missing from a preference table is neither favoured nor penalized beyond the
@@ -67,8 +71,9 @@ VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_c
     score.grid = persistent_grid(sm_count, sm_margin, variant.cluster_m);
     const int32_t offered = sm_count - sm_margin;
     score.grid_use = offered > 0 ? static_cast<double>(score.grid) / offered : 0.0;
+    score.output_factor = variant.d_box_rows > 0 ? kOutputPreference.tma_store : kOutputPreference.warp_stores;
     score.total = score.width_efficiency * score.column_use * score.tile_m_factor *
-                  score.cluster_factor * score.grid_use;
+                  score.cluster_factor * score.grid_use * score.output_factor;
     return score;
 }
 

@@ -1,6 +1,7 @@
 // How the planner ranks kernel variants: tables of data and one scoring rule.
 //
 // score = width_efficiency(tile_n) x column_use x tile_m_preference x cluster_preference x grid_use
+//         x output_preference
 //
 //   width_efficiency  how fast a tile of that width runs per useful column when nothing is
 //                     wasted (wider tiles reuse each A load across more columns)
@@ -10,6 +11,8 @@
 //                     multicasts the B tile to both CTAs)
 //   grid_use          persistent CTAs / SMs offered: rounding the grid down to a multiple of
 //                     the cluster can leave an SM idle
+//   output            how the tile's output leaves: the math warps' own stores, or TMA stores
+//                     from a tile buffer (only where the variant serves the plan's outputs)
 //
 // M is a run-time value, so nothing here depends on it. The numbers are first estimates, to be
 // replaced by measurements (bench/); changing them changes choices, never correctness.
@@ -42,6 +45,13 @@ extern const int kTileMPreferenceCount;
 extern const Preference kClusterPreference[];
 extern const int kClusterPreferenceCount;
 
+// Output factors: the math warps store C and D; TMA stores D from a tile buffer.
+struct OutputPreference {
+    double warp_stores;
+    double tma_store;
+};
+extern const OutputPreference kOutputPreference;
+
 struct VariantScore {
     double width_efficiency;
     bool width_in_table;   // false: kUnknownWidthEfficiency was assumed
@@ -50,6 +60,7 @@ struct VariantScore {
     double tile_m_factor;
     double cluster_factor;
     double grid_use;
+    double output_factor;
     int32_t grid;          // persistent CTAs
     double total;
 };

@@ -15,7 +15,8 @@ namespace ggemm {
 // parameters; in discrete mode b_map is the template the kernel patches per expert.
 struct LaunchParams {
     CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
-    CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N}
+    CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N} (N-major: N and K swapped)
+    CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M}
     KernelArgs args;
     const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
     int32_t grid;       // persistent CTAs (a multiple of cluster_m)
@@ -41,6 +42,14 @@ struct KernelVariant {
     int32_t threads;        // threads per CTA
     PrepareFn prepare;
     LaunchFn launch;
+    // The TMA store box of D, {d_box_cols, d_box_rows}; 0: the math warps store C and D and the
+    // variant serves any dtypes. Otherwise it serves only a bf16 D without C, through D's map.
+    int32_t d_box_cols = 0;
+    int32_t d_box_rows = 0;
+    int32_t max_experts = kMaxExperts;  // the most experts its shared copy of the offsets holds
+    // How the kernel reads B_g (GGEMM_WEIGHT_LAYOUT_*): K-major boxes {block_k, b_box_rows}, or
+    // N-major boxes of 64 columns (one 128-byte swizzle row) x block_k rows, tile_n / 64 of them.
+    int32_t weight_layout = kKMajor;
 };
 
 }  // namespace ggemm

@@ -30,11 +30,13 @@ static inline cudaError_t launch_build_weight_maps(const LaunchParams& p, cudaSt
 }
 
 using GemmKernel = void (*)(CUtensorMap, CUtensorMap, KernelArgs);
+// Kernels that also store D with TMA take its map after B's.
+using GemmKernelWithOutputMap = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, KernelArgs);
 
 // The context-free handle of kKernel, looked up on first use (null if the runtime cannot give
 // one: the runtime launch serves then). The kernel is a template argument, not a function
 // argument: every kernel instance needs its own static (they all share one type).
-template <GemmKernel kKernel>
+template <auto kKernel>
 cudaKernel_t kernel_handle() {
     static const cudaKernel_t handle = [] {
         cudaKernel_t h = nullptr;
@@ -47,15 +49,15 @@ cudaKernel_t kernel_handle() {
     return handle;
 }
 
-template <GemmKernel kKernel>
-cudaError_t launch_gemm(const LaunchParams& p, int threads, int smem_bytes, int cluster_x, cudaStream_t stream) {
+// Launches kKernel with `arguments` (references into p: the driver reads them during the call).
+template <auto kKernel, class... Arguments>
+cudaError_t launch_persistent(const LaunchParams& p, int threads, int smem_bytes, int cluster_x, cudaStream_t stream,
+                              const Arguments&... arguments) {
     if (p.args.weight_mode == kDiscrete) {
         const cudaError_t built = launch_build_weight_maps(p, stream);
         if (built != cudaSuccess) return built;
     }
-    // The driver reads the parameters during the call: pointers into p serve.
-    void* params[] = {const_cast<CUtensorMap*>(&p.a_map), const_cast<CUtensorMap*>(&p.b_map),
-                      const_cast<KernelArgs*>(&p.args)};
+    void* params[] = {const_cast<void*>(static_cast<const void*>(&arguments))...};
     const DriverLaunch fast = {kernel_handle<kKernel>(), dim3(static_cast<unsigned>(p.grid)),
                                dim3(static_cast<unsigned>(threads)), static_cast<unsigned>(smem_bytes),
                                static_cast<unsigned>(cluster_x), stream, params};
@@ -75,7 +77,19 @@ cudaError_t launch_gemm(const LaunchParams& p, int threads, int smem_bytes, int 
         config.attrs = &cluster;
         config.numAttrs = 1;
     }
-    return cudaLaunchKernelEx(&config, kKernel, p.a_map, p.b_map, p.args);
+    return cudaLaunchKernelEx(&config, kKernel, arguments...);
+}
+
+template <GemmKernel kKernel>
+cudaError_t launch_gemm(const LaunchParams& p, int threads, int smem_bytes, int cluster_x, cudaStream_t stream) {
+    return launch_persistent<kKernel>(p, threads, smem_bytes, cluster_x, stream, p.a_map, p.b_map, p.args);
+}
+
+template <GemmKernelWithOutputMap kKernel>
+cudaError_t launch_gemm_with_output_map(const LaunchParams& p, int threads, int smem_bytes, int cluster_x,
+                                        cudaStream_t stream) {
+    return launch_persistent<kKernel>(p, threads, smem_bytes, cluster_x, stream, p.a_map, p.b_map, p.d_map,
+                                      p.args);
 }
 
 }  // namespace ggemm

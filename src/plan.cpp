@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <cuda_runtime_api.h>
 #include <vector>
 
@@ -35,11 +37,16 @@ struct Candidate {
 };
 
 // Why `variant` cannot serve this plan, or nullptr if it can. `reason` holds the text.
-const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
-                      const DeviceInfo& device, char* reason, std::size_t size) {
+const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc, const DeviceInfo& device,
+                      const char* kernel_prefix, char* reason, std::size_t size) {
     if (variant.tile_m <= 0 || variant.tile_n <= 0 || variant.block_k <= 0 || variant.stages <= 0 ||
         variant.cluster_m <= 0 || variant.launch == nullptr) {
         std::snprintf(reason, size, "malformed variant description (a bug in ggemm)");
+        return reason;
+    }
+    if (variant.weight_layout != desc.weight_layout) {
+        std::snprintf(reason, size, "reads %s weights, desc->weight_layout = %s", weight_layout_name(variant.weight_layout),
+                      weight_layout_name(desc.weight_layout));
         return reason;
     }
     if (desc.tile_m != 0 && variant.tile_m != desc.tile_m) {
@@ -52,6 +59,19 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
     }
     if (desc.cluster_m != 0 && variant.cluster_m != desc.cluster_m) {
         std::snprintf(reason, size, "cluster_m %d, desc->cluster_m = %d", variant.cluster_m, desc.cluster_m);
+        return reason;
+    }
+    if (kernel_prefix != nullptr && std::strncmp(variant.name, kernel_prefix, std::strlen(kernel_prefix)) != 0) {
+        std::snprintf(reason, size, "name does not start with GGEMM_KERNEL=%.60s", kernel_prefix);
+        return reason;
+    }
+    if (variant.d_box_rows > 0 && (desc.d_dtype != GGEMM_DTYPE_BF16 || desc.generate_c)) {
+        std::snprintf(reason, size, "stores D with TMA, which serves a bf16 D without C only");
+        return reason;
+    }
+    if (desc.num_experts > variant.max_experts) {
+        std::snprintf(reason, size, "holds the offsets of at most %d experts, L = %d", variant.max_experts,
+                      desc.num_experts);
         return reason;
     }
     if (variant.smem_bytes > device.max_smem_optin) {
@@ -71,14 +91,15 @@ void describe_score(std::string* text, const char* mark, const KernelVariant& va
                     const VariantScore& score, int64_t n) {
     appendf(text,
             "  %-8s %.4f = width %.3f%s x columns %.4f (%lld of %lld) x tile_m %.2f x cluster "
-            "%.2f x grid %.4f (%d CTAs)  %s\n",
+            "%.2f x grid %.4f (%d CTAs) x output %.2f  %s\n",
             mark, score.total, score.width_efficiency, score.width_in_table ? "" : " (assumed)",
             score.column_use, static_cast<long long>(n), static_cast<long long>(score.padded_n),
-            score.tile_m_factor, score.cluster_factor, score.grid_use, score.grid, variant.name);
+            score.tile_m_factor, score.cluster_factor, score.grid_use, score.grid, score.output_factor,
+            variant.name);
 }
 
 std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& candidates,
-                          const Candidate& chosen, const std::string& excluded) {
+                          const Candidate& chosen, const std::string& excluded, const char* kernel_prefix) {
     const ggemm_plan_desc& desc = plan.desc;
     const DeviceInfo& device = plan.device;
     const KernelVariant& variant = plan.variant;
@@ -86,16 +107,20 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     appendf(&text, "ggemm plan on device %d (%s, SM%d, compute capability %d.%d, %d SMs, %d B shared memory per block)\n",
             desc.device, device.name, arch_of(device), device.cc_major, device.cc_minor,
             device.sm_count, device.max_smem_optin);
-    appendf(&text, "problem: L = %d experts, N = %lld, K = %lld, M up to %lld in multiples of 256; %s weights; "
-            "C %s%s; D %s; bias %s\n",
+    appendf(&text, "problem: L = %d experts, N = %lld, K = %lld, M up to %lld in multiples of 256; %s %s weights "
+            "(%s); C %s%s; D %s; bias %s\n",
             desc.num_experts, static_cast<long long>(desc.n), static_cast<long long>(desc.k),
             static_cast<long long>(desc.m_capacity),
             desc.weight_mode == GGEMM_WEIGHTS_DENSE ? "dense" : "discrete (b_ptrs)",
+            weight_layout_name(desc.weight_layout),
+            desc.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR ? "each B_g is K x N, N contiguous"
+                                                              : "each B_g is N x K, K contiguous",
             dtype_name(desc.c_dtype), desc.generate_c ? " (written)" : " (not written)",
             dtype_name(desc.d_dtype), dtype_name(desc.bias_dtype));
-    appendf(&text, "kernel: %s: tile %d x %d, block_k %d, %d stages, cluster %d along M, %d threads, %d B shared memory\n",
+    appendf(&text, "kernel: %s: tile %d x %d, block_k %d, %d stages, cluster %d along M, %d threads, %d B shared memory, "
+            "reads %s B\n",
             variant.name, variant.tile_m, variant.tile_n, variant.block_k, variant.stages,
-            variant.cluster_m, variant.threads, variant.smem_bytes);
+            variant.cluster_m, variant.threads, variant.smem_bytes, weight_layout_name(variant.weight_layout));
     appendf(&text, "scheduler: %s\n",
             desc.scheduler == GGEMM_SCHEDULER_STATIC
                 ? "static (tiles dealt over the persistent grid by a fixed rule)"
@@ -114,7 +139,11 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
             static_cast<unsigned long long>(plan.workspace_bytes));
     appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d (0 = planner's choice)\n",
             desc.tile_m, desc.tile_n, desc.cluster_m);
-    appendf(&text, "why: highest score of %zu candidate%s; score = width efficiency x column use x tile_m x cluster x grid use\n",
+    appendf(&text, "output: %s\n",
+            variant.d_box_rows > 0 ? "D stored by TMA from a tile buffer in shared memory"
+                                   : "C and D stored by the math warps");
+    if (kernel_prefix != nullptr) appendf(&text, "kernels restricted to names starting with GGEMM_KERNEL=%.60s\n", kernel_prefix);
+    appendf(&text, "why: highest score of %zu candidate%s; score = width efficiency x column use x tile_m x cluster x grid use x output\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");
     for (const Candidate& candidate : candidates) {
         describe_score(&text, &candidate == &chosen ? "chosen" : "", *candidate.variant,
@@ -140,7 +169,7 @@ VariantList compiled_variants(int32_t arch) noexcept {
 }
 
 ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device, VariantList variants,
-                          ggemm_plan* plan) {
+                          ggemm_plan* plan, const char* kernel_prefix) {
     ggemm_status_t status = validate_plan_desc(desc, device, variants);
     if (status != GGEMM_SUCCESS) return status;
     const int32_t arch = arch_of(device);
@@ -152,7 +181,7 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
         const KernelVariant& variant = variants.items[i];
         if (variant.arch != arch) continue;
         char reason[160];
-        if (exclusion(variant, desc, device, reason, sizeof reason) != nullptr) {
+        if (exclusion(variant, desc, device, kernel_prefix, reason, sizeof reason) != nullptr) {
             appendf(&excluded, "  excluded %s: %s\n", variant.name, reason);
             continue;
         }
@@ -174,7 +203,7 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
     plan->variant = *best->variant;
     plan->grid = best->score.grid;
     plan->workspace_bytes = workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts);
-    plan->description = describe_plan(*plan, candidates, *best, excluded);
+    plan->description = describe_plan(*plan, candidates, *best, excluded, kernel_prefix);
     plan->serial = next_plan_serial();
     return GGEMM_SUCCESS;
 }
@@ -186,7 +215,11 @@ ggemm_status_t create_plan(const ggemm_plan_desc& desc, std::unique_ptr<ggemm_pl
     status = query_device(desc.device, &device);
     if (status != GGEMM_SUCCESS) return status;
     auto built = std::make_unique<ggemm_plan>();
-    status = build_plan(desc, device, compiled_variants(arch_of(device)), built.get());
+    // GGEMM_KERNEL: a benchmarking switch that times one kernel design against another in the
+    // same process. Read here only, never when a plan runs.
+    const char* kernel_prefix = std::getenv("GGEMM_KERNEL");
+    if (kernel_prefix != nullptr && kernel_prefix[0] == '\0') kernel_prefix = nullptr;
+    status = build_plan(desc, device, compiled_variants(arch_of(device)), built.get(), kernel_prefix);
     if (status != GGEMM_SUCCESS) return status;
     status = resolve_tensor_map_encoder();
     if (status != GGEMM_SUCCESS) return status;

@@ -58,9 +58,10 @@ VariantList compiled_variants(int32_t arch) noexcept;
 // The pure planner: validates `desc` (already read, defaults filled) against `device` and
 // chooses among `variants` (any arch: those not matching the device are ignored). Touches no
 // GPU, so tests feed fake devices and fake variants. On success fills *plan (variant.prepare
-// is not called here).
+// is not called here). kernel_prefix, when not null, keeps only the variants whose name starts
+// with it (create_plan passes the GGEMM_KERNEL environment variable: a benchmarking switch).
 ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
-                          VariantList variants, ggemm_plan* plan);
+                          VariantList variants, ggemm_plan* plan, const char* kernel_prefix = nullptr);
 
 // The real planner: queries the device, takes the compiled variants, builds the plan and
 // prepares the kernel (its shared-memory attribute) on the plan's device.

@@ -62,7 +62,7 @@ PlanCacheKey plan_cache_key(const ggemm_plan_desc& desc) noexcept {
     return PlanCacheKey{desc.device,     desc.n,          desc.k,           desc.num_experts,
                         desc.weight_mode, desc.c_dtype,   desc.d_dtype,     desc.bias_dtype,
                         desc.generate_c, desc.scheduler, desc.tile_m,      desc.tile_n,
-                        desc.cluster_m,  desc.sm_margin};
+                        desc.cluster_m,  desc.sm_margin, desc.weight_layout};
 }
 
 PlanFactory set_plan_factory(PlanFactory factory) noexcept { return g_factory.exchange(factory); }

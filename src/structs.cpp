@@ -44,7 +44,7 @@ void set_if_fits(Struct* base, uint32_t struct_size, Field Struct::*field, Field
 constexpr uint32_t kPlanDescSizes[] = {
     offsetof(ggemm_plan_desc, tile_m), offsetof(ggemm_plan_desc, tile_n),
     offsetof(ggemm_plan_desc, cluster_m), offsetof(ggemm_plan_desc, sm_margin),
-    offsetof(ggemm_plan_desc, reserved0)};
+    offsetof(ggemm_plan_desc, reserved0), offsetof(ggemm_plan_desc, weight_layout)};
 constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status)};
 // The wgrad structs have one version so far: no smaller size is an older one.
 constexpr uint32_t kWgradDescSizes[] = {sizeof(ggemm_wgrad_desc)};
@@ -125,7 +125,8 @@ ggemm_status_t init_plan_desc(ggemm_plan_desc* desc, uint32_t struct_size) noexc
                         "ggemm_plan_desc_init", "ggemm_plan_desc");
     if (status != GGEMM_SUCCESS) return status;
     std::memset(desc, 0, struct_size);
-    // Zero already is device 0, dense weights, no bias, no C, static scheduler, no overrides.
+    // Zero already is device 0, dense K-major weights, no bias, no C, static scheduler, no
+    // overrides.
     desc->struct_size = struct_size;
     set_if_fits(desc, struct_size, &ggemm_plan_desc::c_dtype, int32_t{GGEMM_DTYPE_BF16});
     set_if_fits(desc, struct_size, &ggemm_plan_desc::d_dtype, int32_t{GGEMM_DTYPE_BF16});

@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint64_t kBF16Bytes = 2;
 
-// A row-major rows x k bf16 matrix (K contiguous), loaded in boxes of block_k x box_rows.
+// A row-major rows x k bf16 matrix (k contiguous), loaded in boxes of block_k x box_rows.
 TensorMapShape k_major_shape(const void* address, int64_t rows, int64_t k, int32_t block_k,
                              int32_t box_rows) noexcept {
     TensorMapShape shape{};
@@ -27,6 +27,15 @@ TensorMapShape k_major_shape(const void* address, int64_t rows, int64_t k, int32
     return shape;
 }
 
+// One expert's B as the variant reads it: rows x columns with the columns contiguous.
+TensorMapShape b_expert_shape(const void* address, int64_t n, int64_t k, const KernelVariant& variant) noexcept {
+    if (variant.weight_layout == kNMajor) {
+        // K rows of N: a box is 64 columns (128 bytes, the swizzle span) by block_k rows.
+        return k_major_shape(address, k, n, static_cast<int32_t>(kNMajorBoxColumns), variant.block_k);
+    }
+    return k_major_shape(address, n, k, variant.block_k, variant.b_box_rows);
+}
+
 }  // namespace
 
 TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept {
@@ -35,8 +44,8 @@ TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVari
 
 TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t num_experts,
                                  const KernelVariant& variant) noexcept {
-    // One expert's N x K matrix per index of the third dimension.
-    TensorMapShape shape = k_major_shape(b, n, k, variant.block_k, variant.b_box_rows);
+    // One expert's matrix (N x K or K x N) per index of the third dimension.
+    TensorMapShape shape = b_expert_shape(b, n, k, variant);
     shape.rank = 3;
     shape.dims[2] = static_cast<uint64_t>(num_experts);
     shape.strides[1] = static_cast<uint64_t>(n) * static_cast<uint64_t>(k) * kBF16Bytes;
@@ -47,7 +56,11 @@ TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t nu
 
 TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t k,
                                     const KernelVariant& variant) noexcept {
-    return k_major_shape(placeholder, n, k, variant.block_k, variant.b_box_rows);
+    return b_expert_shape(placeholder, n, k, variant);
+}
+
+TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, const KernelVariant& variant) noexcept {
+    return k_major_shape(d, m, n, variant.d_box_cols, variant.d_box_rows);
 }
 
 ggemm_status_t resolve_tensor_map_encoder() noexcept {

@@ -1,4 +1,4 @@
-// TMA tensor maps of A and B. The shapes are pure data (testable on the CPU); encoding goes
+// TMA tensor maps of A, B and (for the variants that store it with TMA) D. The shapes are pure data (testable on the CPU); encoding goes
 // through cuTensorMapEncodeTiled, resolved once at run time from the driver: the library
 // never links libcuda.
 #pragma once
@@ -24,14 +24,24 @@ struct TensorMapShape {
 // A: M x K row-major; dims {K, M}, box {block_k, a_box_rows}.
 TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept;
 
-// Dense B: L x N x K; dims {K, N, L}, box {block_k, b_box_rows, 1}.
+// N-major B is loaded in boxes of this many columns: one 128-byte swizzle row of bf16, the
+// width of the wgmma MN-major 128-byte-swizzle atom (kernels/sm90/grouped_gemm_sm90.cuh).
+constexpr uint32_t kNMajorBoxColumns = 64;
+
+// Dense B, by the variant's weight layout. K-major: L x N x K; dims {K, N, L}, box {block_k,
+// b_box_rows, 1}. N-major: L x K x N; dims {N, K, L}, box {kNMajorBoxColumns, block_k, 1}.
 TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t num_experts,
                                  const KernelVariant& variant) noexcept;
 
-// Discrete B template: one N x K expert; the kernel replaces the address per expert, so any
-// 16-byte-aligned device address serves as the placeholder.
+// Discrete B template: one expert, N x K (K-major) or K x N (N-major) with the dense map's first
+// two dims and box; the kernel replaces the address per expert, so any 16-byte-aligned device
+// address serves as the placeholder.
 TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t k,
                                     const KernelVariant& variant) noexcept;
+
+// D: M x N bf16 row-major; dims {N, M}, box {d_box_cols, d_box_rows} (the variant's TMA store
+// box). Its row extent is this call's M: no store reaches past it.
+TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, const KernelVariant& variant) noexcept;
 
 // Resolves cuTensorMapEncodeTiled (once per process). GGEMM_ERROR_CUDA if the driver lacks it.
 ggemm_status_t resolve_tensor_map_encoder() noexcept;

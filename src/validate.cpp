@@ -19,6 +19,14 @@ const char* dtype_name(int32_t dtype) noexcept {
     }
 }
 
+const char* weight_layout_name(int32_t weight_layout) noexcept {
+    switch (weight_layout) {
+        case GGEMM_WEIGHT_LAYOUT_K_MAJOR: return "K-major";
+        case GGEMM_WEIGHT_LAYOUT_N_MAJOR: return "N-major";
+        default: return "unknown";
+    }
+}
+
 namespace {
 
 using ll = long long;
@@ -102,6 +110,15 @@ struct PointerRule {
 ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
     if (desc.reserved0 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved0 must be 0, got %d", desc.reserved0);
+    }
+    if (desc.reserved1 != 0) {
+        return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved1 must be 0, got %d", desc.reserved1);
+    }
+    if (desc.weight_layout != GGEMM_WEIGHT_LAYOUT_K_MAJOR && desc.weight_layout != GGEMM_WEIGHT_LAYOUT_N_MAJOR) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->weight_layout must be GGEMM_WEIGHT_LAYOUT_K_MAJOR (0) or "
+                    "GGEMM_WEIGHT_LAYOUT_N_MAJOR (1), got %d",
+                    desc.weight_layout);
     }
     if (desc.num_experts < 1 || desc.num_experts > kMaxExperts) {
         return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->num_experts (L) must be in 1..%d, got %d",
@@ -194,6 +211,14 @@ ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const Devic
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
                     "no compiled kernel variant for SM%d (device %d, %s) in this build of ggemm",
                     arch, desc.device, device.name);
+    }
+    if (!variant_values(variants, arch, &KernelVariant::weight_layout).contains(desc.weight_layout)) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->weight_layout = %s (%d) is not supported on SM%d (device %d, %s): this build of "
+                    "ggemm has no SM%d kernel that reads %s weights; pass the weights K-major "
+                    "(GGEMM_WEIGHT_LAYOUT_K_MAJOR, each B_g N x K)",
+                    weight_layout_name(desc.weight_layout), desc.weight_layout, arch, desc.device, device.name,
+                    arch, weight_layout_name(desc.weight_layout));
     }
     ggemm_status_t status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
     if (status != GGEMM_SUCCESS) return status;

@@ -51,4 +51,7 @@ ggemm_status_t validate_args_for_device(const ggemm_plan& plan, const ggemm_args
 // "BF16", "FP16", "FP32", "NONE" or "unknown".
 const char* dtype_name(int32_t dtype) noexcept;
 
+// "K-major", "N-major" or "unknown".
+const char* weight_layout_name(int32_t weight_layout) noexcept;
+
 }  // namespace ggemm

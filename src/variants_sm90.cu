@@ -1,8 +1,12 @@
-// The SM90 kernel variants the planner chooses from: one per tile width. Stages fill the
-// shared memory (227 KB per CTA on SM90) that the tile leaves. Compiled for sm_90a only: this
-// translation unit instantiates the kernels and their host-side prepare and launch.
+// The SM90 kernel variants the planner chooses from: one per tile width and weight layout with
+// the math warps' own stores (any dtypes; the N-major kernels differ only in how B is loaded and
+// described), and TMA-store variants for a bf16 D without C (K-major weights). Stages fill the
+// shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
+// sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
+// launch.
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 #include "src/launch.cuh"
+#include "src/tensor_map.h"
 #include "src/variants.h"
 
 namespace ggemm {
@@ -11,22 +15,35 @@ namespace sm90 {
 
 template <class Cfg>
 cudaError_t prepare() {
-    return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                kSmemBytes<Cfg>);
+    if constexpr (Cfg::kOutput == Output::kTmaStore) {
+        return cudaFuncSetAttribute(grouped_gemm_sm90_tma_store<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kSmemBytes<Cfg>);
+    } else {
+        return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kSmemBytes<Cfg>);
+    }
 }
 
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
-    return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+    if constexpr (Cfg::kOutput == Output::kTmaStore) {
+        return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
+                                                                             /*cluster_x=*/1, stream);
+    } else {
+        return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+    }
 }
 
 }  // namespace sm90
+
+static_assert(sm90::kNMajorBoxColumns == static_cast<int>(kNMajorBoxColumns),
+              "the host's N-major box must be the kernel's");
 
 namespace {
 
 template <class Cfg>
 constexpr KernelVariant sm90_variant(const char* name) {
-    return {name,
+    KernelVariant variant = {name,
             90,
             Cfg::kTileM,
             Cfg::kTileN,
@@ -40,16 +57,37 @@ constexpr KernelVariant sm90_variant(const char* name) {
             Cfg::kThreads,
             &sm90::prepare<Cfg>,
             &sm90::launch<Cfg>};
+    if (Cfg::kOutput == sm90::Output::kTmaStore) {
+        variant.d_box_cols = sm90::kAtomColumns;
+        variant.d_box_rows = Cfg::kRowsPerWarpgroup;
+    }
+    variant.max_experts = Cfg::kOffsetCapacity;
+    variant.weight_layout = Cfg::kWeightLayout;
+    return variant;
 }
 
 using Tile256 = sm90::Config<256, 4>;
 using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
+// TMA stores: 256 wide, four stages and a buffer of half the tile (two passes), or three stages
+// and the whole tile (one pass); 192 wide, four stages and the whole tile.
+using Tile256Halves = sm90::Config<256, 4, sm90::Output::kTmaStore, 128>;
+using Tile256Whole = sm90::Config<256, 3, sm90::Output::kTmaStore, 256>;
+using Tile192Whole = sm90::Config<192, 4, sm90::Output::kTmaStore, 192>;
+using Tile256NMajor = sm90::Config<256, 4, sm90::Output::kWarpStores, 0, kNMajor>;
+using Tile192NMajor = sm90::Config<192, 5, sm90::Output::kWarpStores, 0, kNMajor>;
+using Tile128NMajor = sm90::Config<128, 6, sm90::Output::kWarpStores, 0, kNMajor>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
+    sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),
+    sm90_variant<Tile256Whole>("sm90_tmastore_whole_128x256x64_s3"),
+    sm90_variant<Tile192Whole>("sm90_tmastore_whole_128x192x64_s4"),
+    sm90_variant<Tile256NMajor>("sm90_tma_wgmma_128x256x64_s4_nmajor"),
+    sm90_variant<Tile192NMajor>("sm90_tma_wgmma_128x192x64_s5_nmajor"),
+    sm90_variant<Tile128NMajor>("sm90_tma_wgmma_128x128x64_s6_nmajor"),
 };
 
 }  // namespace

@@ -28,11 +28,13 @@ constexpr uint32_t kStatusWeightPtrMisaligned = 0x20u;
 constexpr uint32_t kStatusOutputPtrNull = 0x40u;
 constexpr uint32_t kStatusOutputPtrMisaligned = 0x80u;
 
-// The enumerations of the descriptor (GGEMM_DTYPE_*, GGEMM_WEIGHTS_*, GGEMM_SCHEDULER_*): the
-// values pass from the public structs to the kernels unconverted.
+// The enumerations of the descriptor (GGEMM_DTYPE_*, GGEMM_WEIGHTS_*, GGEMM_SCHEDULER_*,
+// GGEMM_WEIGHT_LAYOUT_*): the values pass from the public structs to the kernels unconverted.
 enum DType : int32_t { kDTypeNone = 0, kBF16 = 1, kFP16 = 2, kFP32 = 3 };
 enum WeightMode : int32_t { kDense = 0, kDiscrete = 1 };
 enum Scheduler : int32_t { kStatic = 0, kDynamic = 1 };
+// GGEMM_WEIGHT_LAYOUT_*: B_g as N x K (K contiguous) or K x N (N contiguous), row-major.
+enum WeightLayout : int32_t { kKMajor = 0, kNMajor = 1 };
 // The weight gradient's output_mode (GGEMM_WGRAD_OUTPUT_*).
 enum WgradOutput : int32_t { kWgradOutputDense = 0, kWgradOutputPointers = 1 };
 

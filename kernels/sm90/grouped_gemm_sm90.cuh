@@ -5,11 +5,14 @@
 //
 // One CTA per SM. Warpgroup 0 is the producer: one thread walks the tile schedule, publishes
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
-// multi-stage shared-memory ring with TMA. Warpgroups 1 and 2 each own 64 rows of the 128-row
+// multi-stage shared-memory ring with TMA (B as one K-major box, or as 64-column N-major boxes:
+// operand_layout.h). Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width (over a piece's width when the last
 // partial round of tiles is cut along N, kernels/common/tail_split.h), keeping one wgmma batch in
-// flight, then run the epilogue: accumulators converted in registers, staged through shared
-// memory 128 bytes of a row at a time, and stored as whole row segments (epilogue_sm90.cuh).
+// flight, then run the epilogue. Two output designs: the math warps' own stores, staged through
+// shared memory 128 bytes of a row at a time (epilogue_sm90.cuh, every dtype and C), or, for a
+// bf16 D without C, a tile buffer in shared memory stored by TMA while the next tile's main loop
+// runs (tma_store_epilogue_sm90.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,6 +24,8 @@
 #include "kernels/common/scheduler.h"
 #include "kernels/common/tile_ring.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
+#include "kernels/sm90/operand_layout.h"
+#include "kernels/sm90/tma_store_epilogue_sm90.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
@@ -29,21 +34,44 @@
 
 namespace ggemm::sm90 {
 
-template <int kTileN_, int kStages_>
+// SM90: 227 KB of shared memory per block (opt-in).
+constexpr int kSharedMemoryLimit = 227 * 1024;
+
+// How a tile's output leaves: the math warps store it (any dtypes, C too), or TMA stores a bf16
+// D (no C) from a buffer of kStoreColumns columns per math warpgroup.
+enum class Output { kWarpStores, kTmaStore };
+
+// kWeightLayout: how B_g lies in global memory (kKMajor: N x K, kNMajor: K x N), and so how a
+// stage's B tile is loaded and described to wgmma (operand_layout.h). Output design and weight
+// layout are compile-time properties: each combination is its own kernel.
+template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0,
+          int kWeightLayout_ = kKMajor>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
+    static constexpr Output kOutput = kOutput_;
+    static constexpr int kStoreColumns = kStoreColumns_;
+    static constexpr int kStoreAtoms = kStoreColumns / kAtomColumns;
+    static constexpr int kWeightLayout = kWeightLayout_;
+    static constexpr int kTransposeB = kWeightLayout == kNMajor ? 1 : 0;  // wgmma imm-trans-b
     static constexpr int kTileM = 128;          // two math warpgroups x 64 rows (wgmma M = 64)
-    static constexpr int kBlockK = 64;          // 64 bf16 = 128 bytes: one 128-byte swizzle row
+    static constexpr int kBlockK = sm90::kBlockK;  // 64 bf16 = 128 bytes: one 128-byte swizzle row
     static constexpr int kMathWarpgroups = 2;
     static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
     static constexpr int kMathWarps = kMathWarpgroups * 4;
     static constexpr int kRowsPerWarpgroup = kTileM / kMathWarpgroups;
     static constexpr int kTileRing = 2;         // tiles published ahead to the math warpgroups
     static constexpr int kGroupM = 16;          // row blocks per raster group (even: see scheduler.h)
-    static constexpr int kMaxExperts = ggemm::kMaxExperts;  // sizes the shared copy of the offsets
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
+    // The shared copy of the offsets holds every expert the contract allows, except where the
+    // TMA-store buffer leaves less room: there the planner keeps plans of more experts off the
+    // variant (KernelVariant::max_experts). 256 bytes are kept for the barriers and the ring,
+    // 1024 for aligning the dynamic shared memory.
+    static constexpr int kOffsetRoom = (kSharedMemoryLimit - 1024 - kStages * static_cast<int>(kABytes + kBBytes) -
+                                        kMathWarpgroups * kStoreAtoms * kAtomBytes - 256) / 4 / 32 * 32;
+    static constexpr int kOffsetCapacity =
+        kOutput == Output::kWarpStores || kOffsetRoom >= ggemm::kMaxExperts ? ggemm::kMaxExperts : kOffsetRoom;
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
     // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
     static constexpr int kProducerRegisters = 56;
@@ -57,11 +85,33 @@ struct Config {
                   "a tile must never straddle two experts");
     static_assert(kGroupM % 2 == 0, "raster groups pair row blocks");
     static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "128-byte swizzle atoms are 1024 bytes");
+    static_assert(kOutput == Output::kWarpStores ? kStoreColumns == 0
+                                                 : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
+                                                       kStoreColumns <= kTileN,
+                  "a TMA-store buffer is whole column atoms, at most the tile");
+    static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
+    static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
+    static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
+                  "N-major B is loaded in boxes of 64 columns");
 };
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
 enum class NamedBarrier : uint32_t {
-    kEpilogue = 1,  // + math warpgroup index: that warpgroup's staged bias row
+    kEpilogue = 1,  // + math warpgroup index: its staged bias row, or its TMA-store buffer
+};
+
+// Where a tile's output waits in shared memory. Warp stores: per math warpgroup one
+// 128-byte-wide slice of output on its way to global memory, and the tile's bias columns as fp32
+// (epilogue_sm90.cuh; 256 entries, one pair per thread). TMA stores: per math warpgroup its
+// output buffer of column atoms (tma_store_epilogue_sm90.cuh; bias is read from global memory).
+template <class Cfg, Output = Cfg::kOutput>
+struct OutputStorage {
+    alignas(1024) uint8_t epilogue[Cfg::kMathWarpgroups][kSliceBytes];
+    float bias[Cfg::kMathWarpgroups][256];
+};
+template <class Cfg>
+struct OutputStorage<Cfg, Output::kTmaStore> {
+    alignas(1024) uint8_t d_tile[Cfg::kMathWarpgroups][Cfg::kStoreAtoms * kAtomBytes];
 };
 
 template <class Cfg>
@@ -73,25 +123,19 @@ struct SharedStorage {
         __nv_bfloat16 b[Cfg::kTileN * Cfg::kBlockK];
     };
     Stage stages[Cfg::kStages];
+    OutputStorage<Cfg> output;      // 1024-byte aligned too: next to the stages, no padding
     uint64_t full[Cfg::kStages];    // TMA bytes landed in the stage
     uint64_t empty[Cfg::kStages];   // every math warp is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
-    // Per math warpgroup: one 128-byte-wide slice of output on its way to global memory, and the
-    // tile's bias columns as fp32 (epilogue_sm90.cuh; 256 entries, one pair per thread).
-    alignas(1024) uint8_t epilogue[Cfg::kMathWarpgroups][kSliceBytes];
-    float bias[Cfg::kMathWarpgroups][256];
-    int32_t offsets[Cfg::kMaxExperts];
+    int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
 template <class Cfg>
 constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage<Cfg>)) + 1024;
-
-// SM90: 227 KB of shared memory per block (opt-in).
-constexpr int kSharedMemoryLimit = 227 * 1024;
 
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
@@ -128,12 +172,25 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
             const int32_t k = kb * Cfg::kBlockK;
             ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
-            // A piece loads the tile-wide box from its own first column and uses its first
-            // n_width rows (one box per tile keeps whole tiles at one B load per k-block).
-            if (discrete) {
-                ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
+            // A piece loads the tile-wide B from its own first column and uses its first n_width
+            // columns (whole tiles: one K-major box, or tile_n / 64 N-major boxes, per k-block).
+            if constexpr (Cfg::kWeightLayout == kKMajor) {
+                if (discrete) {
+                    ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
+                } else {
+                    ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
+                }
             } else {
-                ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
+#pragma unroll
+                for (int box = 0; box < Cfg::kTileN / kNMajorBoxColumns; ++box) {
+                    __nv_bfloat16* b_box = st.b + box * (kNMajorBoxBytes / 2);
+                    const int32_t n = tile.n_begin + box * kNMajorBoxColumns;
+                    if (discrete) {
+                        ptx::tma_load_2d(b_box, expert_map, &s.full[stage], n, k);
+                    } else {
+                        ptx::tma_load_3d(b_box, b_map, &s.full[stage], n, k, tile.expert);
+                    }
+                }
             }
             if (++stage == Cfg::kStages) {
                 stage = 0;
@@ -148,7 +205,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
 template <class Cfg, int kWidth>
 __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
                                           float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
-    using Mma = ptx::Wgmma<kWidth>;
+    using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
@@ -161,7 +218,7 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
             // A k16 slice starts 32 bytes further along the swizzled 128-byte row.
             const uint64_t desc_a = ptx::wgmma_smem_desc(a_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
-            const uint64_t desc_b = ptx::wgmma_smem_desc(b_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
+            const uint64_t desc_b = b_slice_descriptor<Cfg::kWeightLayout>(b_base, k);
             Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();
@@ -184,21 +241,74 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
     for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
 }
 
+// One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh).
+struct WarpStoreOutput {
+    FragmentEpilogue epilogue;
+    float2 bias_pair;
+    template <int kWidth>
+    __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
+        begin_epilogue(epilogue, bias_pair);
+        store_tile<kWidth>(epilogue, acc);
+    }
+};
+
+// One warpgroup's output of a tile through TMA stores (tma_store_epilogue_sm90.cuh).
+template <int kStoreAtoms>
+struct TmaStoreOutput {
+    TmaStoreEpilogue epilogue;
+    template <int kWidth>
+    __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
+        store_tile_tma<kWidth, kStoreAtoms>(epilogue, acc);
+    }
+};
+
+// The per-tile epilogue state of one warpgroup, in the variant's output design. Its global reads
+// are issued when the tile starts, so their latency hides behind the main loop.
+template <class Cfg>
+__device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
+                                            const TileCoord& tile, int warpgroup, int lane) {
+    const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
+    const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+    const float2 prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
+    if constexpr (Cfg::kOutput == Output::kWarpStores) {
+        WarpStoreOutput out;
+        out.epilogue.t = epilogue_tile(args, tile.expert);
+        out.epilogue.row_begin = row_begin;
+        out.epilogue.n_begin = tile.n_begin;
+        out.epilogue.slice_addr = ptx::smem_addr(s.output.epilogue[warpgroup]);
+        out.epilogue.bias_addr = ptx::smem_addr(s.output.bias[warpgroup]);
+        out.epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+        out.epilogue.prob = prob;
+        out.bias_pair = load_bias_pair<Cfg::kTileN>(out.epilogue.t, tile.n_begin);
+        return out;
+    } else {
+        TmaStoreOutput<Cfg::kStoreAtoms> out;
+        out.epilogue.t = epilogue_tile(args, tile.expert);
+        out.epilogue.prob = prob;
+        out.epilogue.buffer = s.output.d_tile[warpgroup];
+        out.epilogue.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+        out.epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+        out.epilogue.row_begin = row_begin;
+        out.epilogue.n_begin = tile.n_begin;
+        out.epilogue.d_map = d_map;
+        return out;
+    }
+}
+
 // The main loop and epilogue of a tile or piece kWidth columns wide, on the first kWidth / 2
 // accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix).
-template <class Cfg, int kWidth>
-__device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const FragmentEpilogue& epilogue, float2 bias_pair,
-                                         int32_t k_blocks, int warpgroup, int lane, float (&acc)[Cfg::kTileN / 2],
-                                         uint32_t& stage, uint32_t& phase) {
+template <class Cfg, int kWidth, class Out>
+__device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
+                                         int lane, float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase) {
     static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
     main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
-    begin_epilogue(epilogue, bias_pair);
-    store_tile<kWidth>(epilogue, part);
+    output.template store<kWidth>(part);
 }
 
 template <class Cfg>
-__device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
+__device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
+                                        int warpgroup) {
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     float acc[Cfg::kTileN / 2];
@@ -208,39 +318,32 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
         const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
-        if (tile.expert < 0) return;
+        if (tile.expert < 0) {
+            if constexpr (Cfg::kOutput == Output::kTmaStore) finish_tma_stores();
+            return;
+        }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        // The epilogue's global reads are issued now, so their latency hides behind the main loop.
-        FragmentEpilogue epilogue;
-        epilogue.t = epilogue_tile(args, tile.expert);
-        epilogue.row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
-        epilogue.n_begin = tile.n_begin;
-        epilogue.slice_addr = ptx::smem_addr(s.epilogue[warpgroup]);
-        epilogue.bias_addr = ptx::smem_addr(s.bias[warpgroup]);
-        epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
-        const int64_t prob_row = epilogue.row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
-        epilogue.prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
-        const float2 bias_pair = load_bias_pair<Cfg::kTileN>(epilogue.t, tile.n_begin);
+        const auto output = make_output<Cfg>(s, args, d_map, tile, warpgroup, lane);
 
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).
         if (tile.n_width == Cfg::kTileN) {
-            run_tile<Cfg, Cfg::kTileN>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, Cfg::kTileN>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
         } else if constexpr (Cfg::kTileN == 256) {
             if (tile.n_width == 128) {
-                run_tile<Cfg, 128>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, 128>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
             } else {
-                run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
             }
         } else {
-            run_tile<Cfg, kPieceColumns>(s, epilogue, bias_pair, k_blocks, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
         }
     }
 }
 
+// The kernel's body; d_map is D's tensor map for the TMA-store output (nullptr otherwise).
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads, 1)
-    grouped_gemm_sm90(const __grid_constant__ CUtensorMap a_map,
-                      const __grid_constant__ CUtensorMap b_map, const KernelArgs args) {
+__device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map, const CUtensorMap* b_map,
+                                                       const CUtensorMap* d_map, const KernelArgs& args) {
     static_assert(kSmemBytes<Cfg> <= kSharedMemoryLimit, "stages + staging + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
@@ -261,8 +364,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         ptx::fence_mbarrier_init();
     }
     if (thread == 32) {
-        ptx::tma_prefetch_map(&a_map);
-        if (args.weight_mode == kDense) ptx::tma_prefetch_map(&b_map);
+        ptx::tma_prefetch_map(a_map);
+        if (args.weight_mode == kDense) ptx::tma_prefetch_map(b_map);
+        if constexpr (Cfg::kOutput == Output::kTmaStore) ptx::tma_prefetch_map(d_map);
+    }
+    // The planner keeps plans of more experts than the shared copy holds off this variant.
+    if constexpr (Cfg::kOffsetCapacity < ggemm::kMaxExperts) {
+        if (args.num_experts > Cfg::kOffsetCapacity) __trap();
     }
     // Every role walks the experts: keep the offsets in shared memory.
     for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
@@ -276,12 +384,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const int warpgroup = thread / 128;
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (thread == 0) produce<Cfg>(s, &a_map, &b_map, args);
+        if (thread == 0) produce<Cfg>(s, a_map, b_map, args);
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
-        compute<Cfg>(s, args, warpgroup - 1);
+        compute<Cfg>(s, args, d_map, warpgroup - 1);
     }
 #endif
+}
+
+// The warp-store variants: A and B maps only.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    grouped_gemm_sm90(const __grid_constant__ CUtensorMap a_map,
+                      const __grid_constant__ CUtensorMap b_map, const KernelArgs args) {
+    static_assert(Cfg::kOutput == Output::kWarpStores, "TMA-store variants take D's map");
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, nullptr, args);
+}
+
+// The TMA-store variants: D's map too.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    grouped_gemm_sm90_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                                const __grid_constant__ CUtensorMap d_map, const KernelArgs args) {
+    static_assert(Cfg::kOutput == Output::kTmaStore, "warp-store variants take no D map");
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, args);
 }
 
 }  // namespace ggemm::sm90

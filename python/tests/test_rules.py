@@ -160,3 +160,52 @@ def test_execute_must_fit_the_plan():
     del t["b"]
     with pytest.raises(ValueError, match=r"^b / b_ptrs: expected the plan's weight mode \(dense b\)"):
         rules.check_same_problem(check(**problem()), check(b_ptrs=FakeTensor((4,), "int64"), n=256, **t))
+
+
+# --- N-major weights (weight_layout "n_major"): b is (L, K, N) --------------------------------------
+
+def n_major(m=512, n=192, k=128, experts=4):
+    t = problem(m=m, n=n, k=k, experts=experts)
+    t["b"] = FakeTensor((experts, k, n), "bfloat16")
+    return t
+
+
+def test_n_major_weights_are_l_k_n():
+    ops = rules.check_operands(DTYPES, **n_major(), weight_layout=lib.WEIGHT_LAYOUT_N_MAJOR)
+    assert (ops.m, ops.n, ops.k, ops.num_experts) == (512, 192, 128, 4)
+    assert ops.weight_layout == lib.WEIGHT_LAYOUT_N_MAJOR and not ops.spec_b
+    # The default stays K-major, and the same tensor read K-major is refused (its last dim is N).
+    assert check(**problem()).weight_layout == lib.WEIGHT_LAYOUT_K_MAJOR
+    refused(r"b: expected shape \(L, N, K\)", **n_major())
+
+
+def test_n_major_refuses_k_major_and_specification_shapes():
+    k_major = problem(n=192, k=128)
+    with pytest.raises(ValueError, match=re.escape("b: expected N-major weights of shape (L, K, N) = (4, 128, N)")):
+        rules.check_operands(DTYPES, **k_major, weight_layout=lib.WEIGHT_LAYOUT_N_MAJOR)
+    spec = problem(spec=True)
+    with pytest.raises(ValueError, match="N-major weights"):
+        rules.check_operands(DTYPES, **spec, weight_layout=lib.WEIGHT_LAYOUT_N_MAJOR)
+    t = n_major()
+    t["b"] = FakeTensor((4, 128, 192), "bfloat16", (128 * 192, 1, 128))  # (L, K, N) view of (L, N, K)
+    with pytest.raises(ValueError, match="strides"):
+        rules.check_operands(DTYPES, **t, weight_layout=lib.WEIGHT_LAYOUT_N_MAJOR)
+
+
+def test_n_major_discrete_takes_n_and_the_plan_compares_layouts():
+    t = n_major()
+    del t["b"]
+    t["b_ptrs"] = FakeTensor((4,), "int64")
+    ops = rules.check_operands(DTYPES, **t, n=192, weight_layout=lib.WEIGHT_LAYOUT_N_MAJOR)
+    assert ops.weight_mode == lib.WEIGHTS_DISCRETE and ops.n == 192
+    other = ops._replace(weight_layout=lib.WEIGHT_LAYOUT_K_MAJOR)
+    with pytest.raises(ValueError, match=re.escape("weight_layout: expected the plan's (n_major), got k_major")):
+        rules.check_same_problem(ops, other)
+
+
+def test_weight_layout_names():
+    assert rules.weight_layout_code("k_major") == lib.WEIGHT_LAYOUT_K_MAJOR
+    assert rules.weight_layout_code("n_major") == lib.WEIGHT_LAYOUT_N_MAJOR
+    for bad in ("N_MAJOR", "nmajor", 1, None):
+        with pytest.raises(ValueError, match="weight_layout: expected 'k_major' or 'n_major'"):
+            rules.weight_layout_code(bad)

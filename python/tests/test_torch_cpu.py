@@ -28,12 +28,12 @@ def test_fake_implementation_gives_output_shapes():
         p = cpu_problem()
         d, c = torch.ops.ggemm.grouped_gemm(p["a"], p["padded_offsets"], p["alpha"], p["prob"],
                                             p["b"], None, None, 256, torch.bfloat16,
-                                            torch.float32, False, False, 0, 0, 0, 0)
+                                            torch.float32, False, False, 0, 0, 0, 0, "k_major")
         assert d.shape == (512, 256) and d.dtype == torch.float32
         assert c.shape == (0,)
         d, c = torch.ops.ggemm.grouped_gemm(p["a"], p["padded_offsets"], p["alpha"], p["prob"],
                                             p["b"], None, None, 256, torch.float16,
-                                            torch.bfloat16, True, False, 0, 0, 0, 0)
+                                            torch.bfloat16, True, False, 0, 0, 0, 0, "k_major")
         assert c.shape == (512, 256) and c.dtype == torch.float16
 
 
@@ -87,3 +87,28 @@ def test_traced_calls_check_shapes_too():
 
     with pytest.raises(Exception, match=r"a: expected M \(rows\) a multiple of 256, got M = 300"):
         torch.export.export(Block(), (a, offsets, alpha, prob, b), strict=True)
+
+
+def test_n_major_weights_trace_to_one_op_with_n_from_the_last_dim():
+    """N-major weights (L, K, N): the op gets them as they are and the outputs have N columns."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(512, 128, dtype=torch.bfloat16, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        alpha, prob = torch.empty(4, device="cuda"), torch.empty(512, device="cuda")
+        w = torch.empty(4, 128, 384, dtype=torch.bfloat16, device="cuda")  # (L, K, N)
+
+    class Dgrad(torch.nn.Module):
+        def forward(self, a, offsets, alpha, prob, w):
+            return gt.grouped_gemm(a, offsets, alpha, prob, b=w, weight_layout="n_major").d
+
+    graph = torch.export.export(Dgrad(), (a, offsets, alpha, prob, w), strict=True).graph
+    calls = [node for node in graph.nodes if node.target == torch.ops.ggemm.grouped_gemm.default]
+    assert len(calls) == 1 and calls[0].args[-1] == "n_major"
+    d = [node for node in graph.nodes if node.op == "output"][0].args[0][0].meta["val"]
+    assert d.shape == (512, 384)
+
+
+def test_unknown_weight_layout_is_refused():
+    with pytest.raises(ValueError, match=r"^weight_layout: expected 'k_major' or 'n_major', got 'nn'$"):
+        gt.grouped_gemm(**cpu_problem(), weight_layout="nn")

@@ -204,3 +204,36 @@ def test_b_ptrs_keeps_its_weights_alive():
     del weights
     assert ptrs.dtype == torch.int64 and ptrs.tolist() == addresses
     assert [w.data_ptr() for w in ptrs.weights] == addresses
+
+
+@pytest.mark.parametrize("mode", ["dense", "discrete"])
+def test_n_major_weights_match_fp64_and_k_major_on_the_transpose(mode):
+    """weight_layout="n_major": b is (L, K, N); the same result as K-major weights b.transpose."""
+    t = make_inputs(bias_dtype=torch.float32, seed=11)
+    w = t["b"].transpose(1, 2).contiguous()  # (L, K, N): each B_g as K x N
+    ref_c, ref_d = reference(t["a"], t["b"], t["padded_offsets"], t["alpha"], t["prob"], t["bias"])
+    call = dict(t, b=w)
+    if mode == "discrete":
+        call = dict(t, b_ptrs=gt.b_ptrs(list(w.unbind(0))), n=N)
+        del call["b"]
+    d, c = gt.grouped_gemm(**call, weight_layout="n_major", generate_c=True, c_dtype=torch.float32)
+    torch.cuda.synchronize()
+    assert d.shape == (M, N)
+    assert rel_error(d, ref_d, LAST) < TOL[torch.bfloat16]
+    assert rel_error(c, ref_c, LAST) < TOL[torch.float32]
+    k_major = gt.grouped_gemm(**t, generate_c=True, c_dtype=torch.float32)
+    assert same_bits(d[:LAST], k_major.d[:LAST]) and same_bits(c[:LAST], k_major.c[:LAST])
+
+    op = gt.GroupedGemm(sample_a=t["a"], sample_padded_offsets=t["padded_offsets"],
+                        sample_alpha=t["alpha"], sample_prob=t["prob"], sample_bias=t["bias"],
+                        sample_b=w if mode == "dense" else None,
+                        num_experts=len(OFFSETS) if mode == "discrete" else None,
+                        b_shape=(t["a"].shape[1], N) if mode == "discrete" else None,
+                        weight_layout="n_major")
+    assert "N-major" in op.describe()
+    d2 = poison((M, N), torch.bfloat16)
+    op.execute(d=d2, **{k: v for k, v in call.items() if k != "n"})
+    torch.cuda.synchronize()
+    assert same_bits(d2[:LAST], d[:LAST]) and torch.isnan(d2[LAST:].float()).all()
+    with pytest.raises(ValueError, match="N-major weights of shape"):
+        gt.grouped_gemm(**t, weight_layout="n_major")  # (L, N, K) with N != K: not (L, K, N)

@@ -21,7 +21,8 @@ const RTLD_NOW: c_int = 2;
 const GGEMM_SUCCESS: i32 = 0;
 const GGEMM_ERROR_INVALID_SHAPE: i32 = 3;
 
-// ggemm_plan_desc as include/ggemm.h lays it out (80 bytes; the C ABI test pins the offsets).
+// ggemm_plan_desc as the first header with the optional fields laid it out (80 bytes, before
+// weight_layout; the C ABI test pins the offsets): an older caller, which the library accepts.
 #[repr(C)]
 #[derive(Default)]
 struct PlanDesc {

@@ -9,7 +9,7 @@
 
 ABI_ASSERT(status_is_int32, sizeof(ggemm_status_t) == 4);
 
-ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 80);
+ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 88);
 ABI_ASSERT(desc_struct_size, offsetof(ggemm_plan_desc, struct_size) == 0);
 ABI_ASSERT(desc_device, offsetof(ggemm_plan_desc, device) == 4);
 ABI_ASSERT(desc_m_capacity, offsetof(ggemm_plan_desc, m_capacity) == 8);
@@ -28,6 +28,8 @@ ABI_ASSERT(desc_tile_n, offsetof(ggemm_plan_desc, tile_n) == 64);
 ABI_ASSERT(desc_cluster_m, offsetof(ggemm_plan_desc, cluster_m) == 68);
 ABI_ASSERT(desc_sm_margin, offsetof(ggemm_plan_desc, sm_margin) == 72);
 ABI_ASSERT(desc_reserved0, offsetof(ggemm_plan_desc, reserved0) == 76);
+ABI_ASSERT(desc_weight_layout, offsetof(ggemm_plan_desc, weight_layout) == 80);
+ABI_ASSERT(desc_reserved1, offsetof(ggemm_plan_desc, reserved1) == 84);
 
 ABI_ASSERT(args_size, sizeof(ggemm_args) == 112);
 ABI_ASSERT(args_struct_size, offsetof(ggemm_args, struct_size) == 0);
@@ -96,6 +98,7 @@ ABI_ASSERT(status_values, GGEMM_SUCCESS == 0 && GGEMM_ERROR_NULL_ARGUMENT == 1 &
                               GGEMM_ERROR_INVALID_VALUE == 19);
 
 ABI_ASSERT(device_any, GGEMM_DEVICE_ANY == -1);
+ABI_ASSERT(weight_layouts, GGEMM_WEIGHT_LAYOUT_K_MAJOR == 0 && GGEMM_WEIGHT_LAYOUT_N_MAJOR == 1);
 ABI_ASSERT(plan_cache_default_capacity, GGEMM_PLAN_CACHE_DEFAULT_CAPACITY == 64u);
 
 /* Every entry point has the signature the header promises (a mismatch is a compile error). */

@@ -90,6 +90,8 @@ expect_caught contract 's/kDense = 0,/kDense = 2,/' "GGEMM_WEIGHTS_DENSE must eq
 expect_caught contract 's/kDiscrete = 1 }/kDiscrete = 2 }/' "GGEMM_WEIGHTS_DISCRETE must equal"
 expect_caught contract 's/kStatic = 0,/kStatic = 2,/' "GGEMM_SCHEDULER_STATIC must equal"
 expect_caught contract 's/kDynamic = 1 }/kDynamic = 2 }/' "GGEMM_SCHEDULER_DYNAMIC must equal"
+expect_caught contract 's/kKMajor = 0,/kKMajor = 2,/' "GGEMM_WEIGHT_LAYOUT_K_MAJOR must equal"
+expect_caught contract 's/kNMajor = 1 }/kNMajor = 2 }/' "GGEMM_WEIGHT_LAYOUT_N_MAJOR must equal"
 # The other way round: the public header changed, the kernels' constant not.
 expect_caught header 's/#define GGEMM_MAX_EXPERTS   1024/#define GGEMM_MAX_EXPERTS   2048/' \
     "GGEMM_MAX_EXPERTS must equal"
@@ -98,6 +100,8 @@ expect_caught header 's/#define GGEMM_ROW_ALIGNMENT 256/#define GGEMM_ROW_ALIGNM
 expect_caught header 's/#define GGEMM_DEVICE_STATUS_OFFSET_PAST_M     0x4u/#define GGEMM_DEVICE_STATUS_OFFSET_PAST_M 0x80u/' \
     "GGEMM_DEVICE_STATUS_OFFSET_PAST_M must equal"
 expect_caught header 's/#define GGEMM_DTYPE_FP16 2/#define GGEMM_DTYPE_FP16 7/' "GGEMM_DTYPE_FP16 must equal"
+expect_caught header 's/#define GGEMM_WEIGHT_LAYOUT_N_MAJOR 1/#define GGEMM_WEIGHT_LAYOUT_N_MAJOR 3/' \
+    "GGEMM_WEIGHT_LAYOUT_N_MAJOR must equal"
 
 if ((failures > 0)); then
     echo "$failures mismatch(es) not caught"

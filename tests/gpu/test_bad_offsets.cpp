@@ -1,6 +1,7 @@
 // Offsets that are negative, misaligned, decreasing or past M: never an out-of-bounds access (run
 // these under compute-sanitizer), rows outside [0, M) untouched, the offending experts skipped
 // (their rows untouched), every other expert still correct, and the status word names the rule.
+// With K-major and N-major weights.
 #include <doctest/doctest.h>
 
 #include <climits>
@@ -37,8 +38,10 @@ TEST_CASE("sanitizer: bad offsets are skipped and reported in the device status 
          GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED},
     };
     for (const BadOffsets& bad : cases) {
-        for (int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+        for (int32_t run = 0; run < 4; ++run) {
+            const int32_t scheduler = run % 2 == 0 ? GGEMM_SCHEDULER_STATIC : GGEMM_SCHEDULER_DYNAMIC;
             CaseConfig config;
+            config.weight_layout = run < 2 ? GGEMM_WEIGHT_LAYOUT_K_MAJOR : GGEMM_WEIGHT_LAYOUT_N_MAJOR;
             config.label = bad.name;
             config.num_experts = static_cast<int32_t>(bad.offsets.size());
             config.layout = RowLayout::kExplicit;
@@ -51,7 +54,7 @@ TEST_CASE("sanitizer: bad offsets are skipped and reported in the device status 
             config.bias_dtype = GGEMM_DTYPE_BF16;
             config.generate_c = true;
             config.scheduler = scheduler;
-            config.seed = mix_seed(6000, static_cast<uint64_t>(scheduler));
+            config.seed = mix_seed(6000, static_cast<uint64_t>(run));
             const HostCase host_case = make_case(config);
             const Problem problem = host_case.problem();
             const uint32_t allowed = offset_violations(host_case.offsets.data(), config.num_experts, host_case.m);

@@ -37,6 +37,7 @@ void check_determinism(CaseConfig config) {
 }  // namespace
 
 TEST_CASE("determinism: 3 runs bitwise identical, static == dynamic == one-shot") {
+    // K-major weights, then the first case again with N-major weights.
     CaseConfig with_bias;
     with_bias.label = "determinism bias";
     with_bias.num_experts = 16;
@@ -50,6 +51,11 @@ TEST_CASE("determinism: 3 runs bitwise identical, static == dynamic == one-shot"
     with_bias.sampled_rows_per_expert = 16;
     with_bias.seed = 4001;
     check_determinism(with_bias);
+    CaseConfig n_major = with_bias;
+    n_major.label = "determinism bias, N-major";
+    n_major.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+    n_major.seed = 4003;
+    check_determinism(n_major);
 
     CaseConfig no_bias = with_bias;
     no_bias.label = "determinism no bias";

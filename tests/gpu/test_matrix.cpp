@@ -2,7 +2,8 @@
 // schedulers (not the cartesian product: every value of every dimension appears, every C/D dtype
 // pair with C generated, every bias dtype, both schedulers, both generate_c), each on fresh
 // random data, in dense mode and again in discrete mode (bitwise equal to dense on the same
-// weights). "matrix: the case table covers ..." proves the covering claim.
+// weights), with K-major weights and again with N-major weights. "matrix: the case table
+// covers ..." proves the covering claim.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -24,6 +25,8 @@ constexpr int32_t FP32 = GGEMM_DTYPE_FP32;
 constexpr int32_t NONE = GGEMM_DTYPE_NONE;
 constexpr int32_t STATIC = GGEMM_SCHEDULER_STATIC;
 constexpr int32_t DYNAMIC = GGEMM_SCHEDULER_DYNAMIC;
+constexpr int32_t K_MAJOR = GGEMM_WEIGHT_LAYOUT_K_MAJOR;
+constexpr int32_t N_MAJOR = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
 
 CaseConfig shape(const char* label, int32_t experts, int64_t n, int64_t k, int32_t c_dtype, int32_t d_dtype,
                  int32_t bias_dtype, bool generate_c, int32_t scheduler) {
@@ -105,12 +108,14 @@ std::string case_text(const HostCase& host_case, const char* mode) {
 
 // Dense: one run against the reference. Discrete: the same data in separate allocations, against
 // the reference and bitwise against a dense run. tile_n overrides the planner's width.
-void run_matrix_case(std::size_t index, bool discrete, int32_t tile_n = 0) {
+void run_matrix_case(std::size_t index, bool discrete, int32_t tile_n = 0, int32_t weight_layout = K_MAJOR) {
     const std::vector<CaseConfig> cases = matrix_cases();
     REQUIRE(index < cases.size());
     CaseConfig config = cases[index];
-    config.seed = mix_seed(discrete ? 2000 : 1000, index) + static_cast<uint64_t>(tile_n);
+    config.seed = mix_seed(discrete ? 2000 : 1000, index) + static_cast<uint64_t>(tile_n) +
+                  static_cast<uint64_t>(weight_layout) * 7919;
     config.tile_n = tile_n;
+    config.weight_layout = weight_layout;
 
     auto start = std::chrono::steady_clock::now();
     const HostCase host_case = make_case(config);
@@ -178,10 +183,14 @@ TEST_CASE("matrix: the case table covers every dimension value, dtype pair, bias
     CHECK(sample.m > sample.rows_used());
 }
 
-// One named test case per row of the table and mode, so a failure names its case.
+// One named test case per row of the table, mode and layout, so a failure names its case.
 #define GGEMM_MATRIX_CASE(number)                                                                       \
     TEST_CASE("matrix: dense weights, case " #number) { run_matrix_case(number - 1, false); }           \
-    TEST_CASE("matrix: discrete weights, case " #number) { run_matrix_case(number - 1, true); }
+    TEST_CASE("matrix: discrete weights, case " #number) { run_matrix_case(number - 1, true); }         \
+    TEST_CASE("matrix: N-major dense weights, case " #number) {                                          \
+        run_matrix_case(number - 1, false, 0, N_MAJOR);                                                 \
+    }                                                                                                   \
+    TEST_CASE("matrix: N-major discrete weights, case " #number) { run_matrix_case(number - 1, true, 0, N_MAJOR); }
 
 GGEMM_MATRIX_CASE(1)
 GGEMM_MATRIX_CASE(2)
@@ -202,13 +211,17 @@ TEST_CASE("matrix: every case number has a test case") { CHECK(matrix_cases().si
 
 // The planner picks one tile width per shape; this runs every compiled SM90 width on three rows
 // of the table: N = 264 (a last column tile mostly past N, with bias and generate_c, one-shot),
-// N = 4096 with fp32 C and D, and K = 7168 on one middle expert. Each dense and discrete.
+// N = 4096 with fp32 C and D, and K = 7168 on one middle expert. Each dense and discrete, with
+// K-major and with N-major weights.
 TEST_CASE("matrix: every SM90 tile width, cases 2, 9 and 13") {
-    for (const int32_t tile_n : {256, 192, 128}) {
-        for (const std::size_t index : {1u, 8u, 12u}) {
-            CAPTURE(tile_n);
-            run_matrix_case(index, false, tile_n);
-            run_matrix_case(index, true, tile_n);
+    for (const int32_t weight_layout : {K_MAJOR, N_MAJOR}) {
+        for (const int32_t tile_n : {256, 192, 128}) {
+            for (const std::size_t index : {1u, 8u, 12u}) {
+                CAPTURE(tile_n);
+                CAPTURE(weight_layout);
+                run_matrix_case(index, false, tile_n, weight_layout);
+                run_matrix_case(index, true, tile_n, weight_layout);
+            }
         }
     }
 }
@@ -216,40 +229,45 @@ TEST_CASE("matrix: every SM90 tile width, cases 2, 9 and 13") {
 // The last partial round of tiles cut into pieces along N (kernels/common/tail_split.h), on this
 // GPU's SM count, for every SM90 tile width: M is searched so that at least one whole round of
 // tiles runs before the pieces, with N = 520 so that some pieces start past N. Static and dynamic
-// schedulers, dense and discrete weights (bitwise equal), every row against the reference.
+// schedulers, dense and discrete weights (bitwise equal), K-major and N-major, every row against
+// the reference.
 TEST_CASE("matrix: the last round of tiles cut into pieces, every SM90 tile width") {
     int sm_count = 0;
     REQUIRE(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-    for (const int32_t tile_n : {256, 192, 128}) {
-        const int64_t column_blocks = (520 + tile_n - 1) / tile_n;
-        int64_t rows = 256;
-        ggemm::TailSplit split{0, 1};
-        for (;; rows += 256) {
-            const int64_t tiles = rows / 128 * column_blocks;
-            split = ggemm::choose_tail_split(tiles, sm_count, tile_n, ggemm::kMaxPieces);
-            if (split.pieces > 1 && split.first_piece >= sm_count) break;
-        }
-        for (const int32_t scheduler : {STATIC, DYNAMIC}) {
-            CaseConfig config = with(one_expert(shape("tail pieces", 3, 520, 72, BF16, BF16, NONE, false, scheduler),
-                                                1, rows),
-                                     kAllRows, 0);
-            config.tile_n = tile_n;
-            config.seed = mix_seed(4000, static_cast<std::size_t>(tile_n + scheduler));
-            const HostCase host_case = make_case(config);
-            REQUIRE(host_case.m == rows);  // every tile of M is real: the split lands on real tiles
-            const Problem problem = host_case.problem();
-            const Result reference = reference_for(host_case, problem);
-            Stream stream;
-            CaseBuffers buffers(host_case, /*dense=*/true, /*discrete=*/true);
-            std::ostringstream what;
-            what << case_text(host_case, "dense") << " tile_n=" << tile_n << " split at item " << split.first_piece
-                 << " into " << split.pieces << " pieces";
-            const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
-            std::string summary;
-            verify_run(what.str(), host_case, problem, reference, dense, 0, 0, &summary);
-            const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
-            if (same_bits(what.str() + " discrete vs dense", discrete, dense)) summary += ", discrete bitwise equal";
-            MESSAGE(what.str() << ": " << summary);
+    for (const int32_t weight_layout : {K_MAJOR, N_MAJOR}) {
+        for (const int32_t tile_n : {256, 192, 128}) {
+            const int64_t column_blocks = (520 + tile_n - 1) / tile_n;
+            int64_t rows = 256;
+            ggemm::TailSplit split{0, 1};
+            for (;; rows += 256) {
+                const int64_t tiles = rows / 128 * column_blocks;
+                split = ggemm::choose_tail_split(tiles, sm_count, tile_n, ggemm::kMaxPieces);
+                if (split.pieces > 1 && split.first_piece >= sm_count) break;
+            }
+            for (const int32_t scheduler : {STATIC, DYNAMIC}) {
+                CaseConfig config = with(one_expert(shape("tail pieces", 3, 520, 72, BF16, BF16, NONE, false, scheduler),
+                                                    1, rows),
+                                         kAllRows, 0);
+                config.tile_n = tile_n;
+                config.weight_layout = weight_layout;
+                config.seed = mix_seed(4000 + static_cast<uint64_t>(weight_layout),
+                                       static_cast<std::size_t>(tile_n + scheduler));
+                const HostCase host_case = make_case(config);
+                REQUIRE(host_case.m == rows);  // every tile of M is real: the split lands on real tiles
+                const Problem problem = host_case.problem();
+                const Result reference = reference_for(host_case, problem);
+                Stream stream;
+                CaseBuffers buffers(host_case, /*dense=*/true, /*discrete=*/true);
+                std::ostringstream what;
+                what << case_text(host_case, "dense") << " tile_n=" << tile_n << " split at item " << split.first_piece
+                     << " into " << split.pieces << " pieces";
+                const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
+                std::string summary;
+                verify_run(what.str(), host_case, problem, reference, dense, 0, 0, &summary);
+                const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
+                if (same_bits(what.str() + " discrete vs dense", discrete, dense)) summary += ", discrete bitwise equal";
+                MESSAGE(what.str() << ": " << summary);
+            }
         }
     }
 }

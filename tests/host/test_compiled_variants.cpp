@@ -1,10 +1,13 @@
 // The planner over the variants actually compiled into the library (not fakes): an SM90 device
 // gets an sm_90a kernel, an SM100 device an sm_100a one, and on SM90 the suite's shapes get the
-// tile widths measured best on an H200 (docs/PERFORMANCE.md, tile-width sweep). SM100's
+// tile widths measured best on an H200 (docs/PERFORMANCE.md, tile-width sweep), with TMA stores
+// of D where the plan's outputs allow them (a bf16 D without C). SM100's
 // tile-width table (src/heuristics.cpp) is an estimate never measured on SM100; no test pins it.
 #include <doctest/doctest.h>
 
 #include <string>
+
+#include "kernels/common/contract.h"
 
 #include "src/plan.h"
 #include "tests/host/test_fakes.h"
@@ -44,21 +47,61 @@ TEST_CASE("compiled variants: SM100 CTA pairs (never run) only when asked for") 
 TEST_CASE("compiled variants: on SM90 the suite's shapes get the widths measured best") {
     struct Shape {
         int64_t n, k;
-        const char* variant;
+        int32_t experts;
+        const char* tma_store;    // bf16 D, no C
+        const char* warp_stores;  // with C
     };
     const Shape shapes[] = {
-        {4096, 7168, "sm90_tma_wgmma_128x256x64_s4"},   // dsv3_fc1, decode
-        {7168, 2048, "sm90_tma_wgmma_128x256x64_s4"},   // dsv3_fc2
-        {28672, 4096, "sm90_tma_wgmma_128x256x64_s4"},  // mixtral_fc1
-        {1536, 2048, "sm90_tma_wgmma_128x256x64_s4"},   // qwen3_fc1
-        {2048, 768, "sm90_tma_wgmma_128x256x64_s4"},    // qwen3_fc2
-        {5760, 2880, "sm90_tma_wgmma_128x192x64_s5"},   // gptoss_fc1: 5760 = 30 x 192
+        {4096, 7168, 8, "sm90_tmastore_halves_128x256x64_s4", "sm90_tma_wgmma_128x256x64_s4"},    // dsv3_fc1
+        {7168, 2048, 8, "sm90_tmastore_halves_128x256x64_s4", "sm90_tma_wgmma_128x256x64_s4"},    // dsv3_fc2
+        {28672, 4096, 8, "sm90_tmastore_halves_128x256x64_s4", "sm90_tma_wgmma_128x256x64_s4"},   // mixtral_fc1
+        {1536, 2048, 128, "sm90_tmastore_halves_128x256x64_s4", "sm90_tma_wgmma_128x256x64_s4"},  // qwen3_fc1
+        {2048, 768, 128, "sm90_tmastore_halves_128x256x64_s4", "sm90_tma_wgmma_128x256x64_s4"},   // qwen3_fc2
+        {4096, 7168, 64, "sm90_tmastore_halves_128x256x64_s4", "sm90_tma_wgmma_128x256x64_s4"},   // decode_L64
+        // gptoss_fc1: 5760 = 30 x 192
+        {5760, 2880, 32, "sm90_tmastore_whole_128x192x64_s4", "sm90_tma_wgmma_128x192x64_s5"},
     };
     for (const Shape& shape : shapes) {
         ggemm_plan_desc desc = valid_desc();
         desc.n = shape.n;
         desc.k = shape.k;
+        desc.num_experts = shape.experts;
         CAPTURE(shape.n);
-        CHECK(chosen(desc, sm90_device(), 90) == shape.variant);
+        CHECK(chosen(desc, sm90_device(), 90) == shape.tma_store);
+        desc.generate_c = 1;
+        desc.c_dtype = GGEMM_DTYPE_FP32;
+        CHECK(chosen(desc, sm90_device(), 90) == shape.warp_stores);
     }
+}
+
+TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") {
+    const ggemm::VariantList list = ggemm::compiled_variants(90);
+    int tma_store = 0;
+    for (int i = 0; i < list.count; ++i) {
+        const ggemm::KernelVariant& v = list.items[i];
+        CAPTURE(v.name);
+        CHECK(v.smem_bytes <= 227 * 1024);
+        const bool by_tma = std::string(v.name).rfind("sm90_tmastore_", 0) == 0;
+        CHECK((v.d_box_rows > 0) == by_tma);
+        if (!by_tma) {
+            CHECK(v.max_experts == ggemm::kMaxExperts);
+            continue;
+        }
+        ++tma_store;
+        CHECK(v.d_box_cols == 64);  // one 128-byte swizzle row of bf16
+        CHECK(v.d_box_rows == 64);  // one math warpgroup's rows
+        CHECK(v.max_experts >= 256);
+    }
+    CHECK(tma_store == 3);
+
+    // Other outputs keep the math warps' stores; so do more experts than the offsets copy holds.
+    ggemm_plan_desc desc = valid_desc();
+    desc.d_dtype = GGEMM_DTYPE_FP16;
+    CHECK(chosen(desc, sm90_device(), 90) == "sm90_tma_wgmma_128x256x64_s4");
+    desc = valid_desc();
+    desc.num_experts = ggemm::kMaxExperts;
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan) == GGEMM_SUCCESS);
+    CHECK(plan.variant.max_experts >= ggemm::kMaxExperts);
+    CHECK(std::string(plan.variant.name) != "sm90_tmastore_halves_128x256x64_s4");
 }

@@ -42,6 +42,7 @@ TEST_CASE("the cache key changes with every field that shapes the kernel") {
         [](ggemm_plan_desc& d) { d.tile_n = 192; },
         [](ggemm_plan_desc& d) { d.cluster_m = 2; },
         [](ggemm_plan_desc& d) { d.sm_margin = 8; },
+        [](ggemm_plan_desc& d) { d.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR; },
     };
     const ggemm::PlanCacheKey base = ggemm::plan_cache_key(valid_desc());
     std::vector<ggemm::PlanCacheKey> keys;

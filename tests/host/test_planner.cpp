@@ -46,7 +46,7 @@ TEST_CASE("score: column use is N over the padded N") {
     CHECK(score.width_in_table);
     CHECK(score.grid == 132);
     CHECK(score.total == doctest::Approx(score.width_efficiency * score.column_use * score.tile_m_factor *
-                                         score.cluster_factor * score.grid_use));
+                                         score.cluster_factor * score.grid_use * score.output_factor));
     // A width missing from the table is scored with the assumed efficiency, and said so.
     const ggemm::VariantScore odd = ggemm::score_variant(variant("odd", 90, 128, 96, 1), 5760, 132, 0);
     CHECK_FALSE(odd.width_in_table);
@@ -263,4 +263,76 @@ TEST_CASE("planner: every plan gets its own serial, never 0 (it keys execute's w
     CHECK(first.serial != 0);
     CHECK(second.serial != 0);
     CHECK(first.serial != second.serial);
+}
+
+namespace {
+
+// A variant that stores D with TMA ({64, 64} boxes) and holds the offsets of `max_experts`.
+ggemm::KernelVariant tma_store_variant(const char* name, int32_t tile_n, int32_t stages, int32_t max_experts) {
+    ggemm::KernelVariant v = variant(name, 90, 128, tile_n, 1, stages);
+    v.d_box_cols = 64;
+    v.d_box_rows = 64;
+    v.max_experts = max_experts;
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("TMA-store variants: preferred for a bf16 D without C, excluded for any other output") {
+    const std::vector<ggemm::KernelVariant> variants = {variant("warp_s4", 90, 128, 256, 1, 4),
+                                                        tma_store_variant("tma_s4", 256, 4, 448)};
+    ggemm_plan_desc desc = valid_desc();  // bf16 D, no C
+    ggemm_plan plan = plan_for(desc, variants);
+    CHECK(std::string(plan.variant.name) == "tma_s4");
+    CHECK(describes(plan, "output: D stored by TMA"));
+    const ggemm::VariantScore tma = ggemm::score_variant(variants[1], desc.n, 132, 0);
+    const ggemm::VariantScore warp = ggemm::score_variant(variants[0], desc.n, 132, 0);
+    CHECK(tma.output_factor == ggemm::kOutputPreference.tma_store);
+    CHECK(warp.output_factor == ggemm::kOutputPreference.warp_stores);
+    CHECK(tma.total > warp.total);
+
+    desc.generate_c = 1;
+    plan = plan_for(desc, variants);
+    CHECK(std::string(plan.variant.name) == "warp_s4");
+    CHECK(describes(plan, "excluded tma_s4: stores D with TMA, which serves a bf16 D without C only"));
+    CHECK(describes(plan, "output: C and D stored by the math warps"));
+
+    for (const int32_t d_dtype : {GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32}) {
+        desc = valid_desc();
+        desc.d_dtype = d_dtype;
+        CHECK(std::string(plan_for(desc, variants).variant.name) == "warp_s4");
+    }
+    // Bias does not matter: the TMA-store epilogue applies it.
+    desc = valid_desc();
+    desc.bias_dtype = GGEMM_DTYPE_FP32;
+    CHECK(std::string(plan_for(desc, variants).variant.name) == "tma_s4");
+}
+
+TEST_CASE("TMA-store variants: more experts than the offsets copy holds go to another variant") {
+    const std::vector<ggemm::KernelVariant> variants = {variant("warp_s4", 90, 128, 256, 1, 4),
+                                                        tma_store_variant("tma_s4", 256, 4, 448)};
+    ggemm_plan_desc desc = valid_desc();
+    desc.num_experts = 448;
+    CHECK(std::string(plan_for(desc, variants).variant.name) == "tma_s4");
+    desc.num_experts = 449;
+    const ggemm_plan plan = plan_for(desc, variants);
+    CHECK(std::string(plan.variant.name) == "warp_s4");
+    CHECK(describes(plan, "excluded tma_s4: holds the offsets of at most 448 experts, L = 449"));
+}
+
+TEST_CASE("a kernel-name prefix (GGEMM_KERNEL) keeps only the variants it names") {
+    const std::vector<ggemm::KernelVariant> variants = {
+        variant("warp_256_s4", 90, 128, 256, 1, 4), tma_store_variant("tma_halves_256_s4", 256, 4, 448),
+        tma_store_variant("tma_whole_256_s3", 256, 3, 1024)};
+    ggemm_plan_desc desc = valid_desc();
+    CHECK(std::string(plan_for(desc, variants).variant.name) == "tma_halves_256_s4");  // more stages, tie
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "tma_whole_") == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == "tma_whole_256_s3");
+    CHECK(describes(plan, "kernels restricted to names starting with GGEMM_KERNEL=tma_whole_"));
+    CHECK(describes(plan, "excluded tma_halves_256_s4: name does not start with GGEMM_KERNEL=tma_whole_"));
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "warp_") == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == "warp_256_s4");
+    CHECK(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "none_") ==
+          GGEMM_ERROR_UNSUPPORTED_CONFIG);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "ggemm.h"
@@ -508,6 +509,63 @@ TEST_CASE("reference: matches an independent per-element loop; subsets and threa
             CHECK(result_bits(subset.d, kDTypeBF16, n, i, col) == result_bits(all.d, kDTypeBF16, n, full_index, col));
         }
     }
+}
+
+TEST_CASE("reference: N-major weights (B_g[k][n]) give the K-major result of the transposed weights") {
+    // N = 24 and K = 40 differ, so reading one layout as the other would index wrongly.
+    const int64_t m = 512, n = 24, k = 40;
+    TinyProblem k_major(m, {256, 256, 512}, n, k);
+    Rng rng(11);
+    for (auto& value : k_major.a) value = float_to_bf16(rng.uniform(-1.0f, 1.0f));
+    for (auto& value : k_major.b) value = float_to_bf16(rng.uniform(-1.0f, 1.0f));
+    for (auto& value : k_major.prob) value = rng.uniform(0.0f, 1.0f);
+    k_major.alpha = {0.75f, 1.5f, 1.25f};
+    k_major.c_dtype = kDTypeFP32;
+    k_major.d_dtype = kDTypeFP32;
+    TinyProblem n_major = k_major;
+    for (int32_t g = 0; g < 3; ++g)
+        for (int64_t col = 0; col < n; ++col)
+            for (int64_t kk = 0; kk < k; ++kk)
+                n_major.b[static_cast<std::size_t>((g * k + kk) * n + col)] = k_major.b_at(g, col, kk);
+    Problem n_major_view = n_major.view();
+    n_major_view.weight_layout = kWeightLayoutNMajor;
+
+    const Result expected = compute_reference(k_major.view(), nullptr, 2);
+    const Result got = compute_reference(n_major_view, nullptr, 3);
+    REQUIRE(expected.rows.size() == 512);
+    CHECK(got.rows == expected.rows);
+    CHECK(got.c == expected.c);
+    CHECK(got.d == expected.d);
+    // The transposed bytes read as K-major are other products: the layout really is honoured.
+    CHECK(compute_reference(n_major.view(), nullptr, 1).d != expected.d);
+
+    Problem unknown = n_major_view;
+    unknown.weight_layout = 2;
+    CHECK_THROWS_AS(compute_reference(unknown), std::invalid_argument);
+}
+
+TEST_CASE("gpu_util: with_transposed_weights transposes every expert and switches the layout") {
+    CaseConfig config;
+    config.num_experts = 3;
+    config.n = 16;
+    config.k = 24;
+    config.max_tokens = 300;
+    config.seed = 5;
+    const HostCase k_major = make_case(config);
+    const HostCase n_major = with_transposed_weights(k_major);
+    CHECK(n_major.config.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR);
+    for (std::size_t g = 0; g < 3; ++g)
+        for (std::size_t col = 0; col < 16; ++col)
+            for (std::size_t kk = 0; kk < 24; ++kk)
+                REQUIRE(n_major.b[(g * 24 + kk) * 16 + col] == k_major.b[(g * 16 + col) * 24 + kk]);
+    const HostCase back = with_transposed_weights(n_major);
+    CHECK(back.config.weight_layout == GGEMM_WEIGHT_LAYOUT_K_MAJOR);
+    CHECK(back.b == k_major.b);
+    CHECK(n_major.problem().weight_layout == kWeightLayoutNMajor);
+    const Result expected = compute_reference(k_major.problem());
+    const Result got = compute_reference(n_major.problem());
+    CHECK(got.d == expected.d);
+    CHECK(got.c == expected.c);
 }
 
 TEST_CASE("reference: sample_rows takes first, last and random rows of each computed expert") {

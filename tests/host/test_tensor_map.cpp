@@ -54,6 +54,22 @@ TEST_CASE("discrete B template: one N x K expert at a 16-byte-aligned placeholde
     CHECK(ggemm::b_template_placeholder(at<const uint64_t>(kDevice0 + 32)) == at(kDevice0 + 32));
 }
 
+TEST_CASE("D map: dims {N, M}, row stride of N bf16, box {d_box_cols, d_box_rows}") {
+    ggemm::KernelVariant v = variant("v", 90, 128, 256, 1);
+    v.d_box_cols = 64;
+    v.d_box_rows = 64;
+    const ggemm::TensorMapShape shape = ggemm::d_map_shape(at(kDevice0), 8192, 520, v);
+    CHECK(shape.rank == 2);
+    CHECK(shape.address == at(kDevice0));
+    CHECK(shape.dims[0] == 520);   // TMA clips stores at N
+    CHECK(shape.dims[1] == 8192);  // and at this call's M
+    CHECK(shape.strides[0] == 520 * 2);
+    CHECK(shape.box[0] == 64);
+    CHECK(shape.box[1] == 64);
+    CHECK(shape.element_strides[0] == 1);
+    CHECK(shape.element_strides[1] == 1);
+}
+
 TEST_CASE("encoding tensor maps through the driver (GPU)") {
     ggemm::DeviceInfo device;
     if (!usable_gpu(&device, "encoding tensor maps")) return;
@@ -65,6 +81,11 @@ TEST_CASE("encoding tensor maps through the driver (GPU)") {
     CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 1024, 1024, v), "A", &map) == GGEMM_SUCCESS);
     CHECK(ggemm::encode_tensor_map(ggemm::b_dense_map_shape(memory, 256, 1024, 4, v), "B", &map) == GGEMM_SUCCESS);
     CHECK(ggemm::encode_tensor_map(ggemm::b_template_map_shape(memory, 256, 1024, v), "B", &map) == GGEMM_SUCCESS);
+    ggemm::KernelVariant stores_d = v;
+    stores_d.d_box_cols = 64;
+    stores_d.d_box_rows = 64;
+    CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 520, stores_d), "D", &map) == GGEMM_SUCCESS);
+    CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 8, stores_d), "D", &map) == GGEMM_SUCCESS);
     // K tails: TMA fills past K with zeros, so K need only be a multiple of 8.
     CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 256, 72, v), "A", &map) == GGEMM_SUCCESS);
     // A 128-byte swizzle holds at most 128 bytes of the inner box: block_k 128 bf16 is refused.

@@ -7,8 +7,9 @@
 // write `_`), so equal machine code is the meaningful test. Never linked, never run.
 //
 // No cuda::ptx counterpart, so not cross-checked here (check_sass.sh still assembles them):
-//   tma_prefetch_map (prefetch.tensormap) and named_barrier_sync (bar.sync). cluster_cta_rank /
-//   cluster_num_ctas are plain special-register moves with no synchronization to compare.
+//   tma_prefetch_map (prefetch.tensormap), named_barrier_sync (bar.sync) and stmatrix_x4
+//   (ptx/stmatrix.cuh). cluster_cta_rank / cluster_num_ctas are plain special-register moves
+//   with no synchronization to compare.
 #include <cuda.h>
 
 #include <cstdint>
@@ -188,6 +189,16 @@ extern "C" __global__ void ours_tma_store_wait_read_1() {
 extern "C" __global__ void cccl_tma_store_wait_read_1() {
     cp::cp_async_bulk_commit_group();
     cp::cp_async_bulk_wait_group_read(cp::n32_t<1>{});
+}
+
+// The wait before a CTA that stored through TMA exits: writes done, not only the reads.
+extern "C" __global__ void ours_tma_store_wait_0() {
+    ours::tma_store_commit();
+    ours::tma_store_wait<0>();
+}
+extern "C" __global__ void cccl_tma_store_wait_0() {
+    cp::cp_async_bulk_commit_group();
+    cp::cp_async_bulk_wait_group(cp::n32_t<0>{});
 }
 
 extern "C" __global__ void ours_tensormap_replace_global_address(CUtensorMap* global_map, uint64_t address) {

@@ -10,15 +10,19 @@
 #            (Config<N, stages, 2>) only the cta_group::2 forms: UTCHMMA.2CTA,
 #            UTCBAR.2CTA.MULTICAST, UTCATOMSWS.2CTA.FIND_AND_SET, UTMALDG.xD.2CTA, and the cluster
 #            barrier (UCGABAR_ARV / UCGABAR_WAIT) around barrier init and TMEM release
-#   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads, and the epilogue's
-#            shared-memory slices and 16-byte global stores (STS, LDS.128, STG.E.128); no local
-#            memory; every wgrad_sm90 kernel contains HGMMA with both operands transposed
-#            (.tnspA.tnspB), 2D TMA loads and mbarrier waits, no local memory, 168 registers
+#   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; the warp-store kernels
+#            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
+#            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
+#            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; no local
+#            memory. The N-major kernels (Config's weight layout 1) read B with HGMMA's
+#            transposed-B form (.tnspB); the K-major ones (layout 0) never
+#            The weight-gradient kernels (wgrad_sm90) read both operands transposed
+#            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits; no local memory, 168 registers
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
-#            loads, stores), fence, cluster, named-barrier, shared load/store and wgmma wrappers
-#            on sm_90a
+#            loads, stores), fence, cluster, named-barrier, shared load/store, stmatrix and wgmma
+#            wrappers on sm_90a
 #
 # The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
 # for tcgen05.mma.kind::f16 (UTCHMMA.2CTA for cta_group::2), UTCBAR for tcgen05.commit,
@@ -145,6 +149,8 @@ done
 # CTA group as the third template argument (...ConfigILi256ELi4ELi1EE...).
 sm100_single='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi1EE'
 sm100_pair='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi2EE'
+sm90_kmajor='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+ELi0EE'
+sm90_nmajor='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+ELi1EE'
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK'
     check_kernels sm_100a "$sm100_single" \
@@ -164,11 +170,28 @@ if disassemble sm_100a; then
     done
 fi
 if disassemble sm_90a; then
-    # The epilogue's staged slices: STS in, LDS.128 out, and 16-byte global stores.
-    check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK' \
-        'STS ' 'LDS\.128' 'STG\.E\.128'    # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
+    check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
+    # The warp-store epilogue's staged slices: STS in, LDS.128 out, and 16-byte global stores.
+    check_kernels sm_90a 'grouped_gemm_sm90INS' 'STS ' 'LDS\.128' 'STG\.E\.128'
+    # The TMA-store epilogue: stmatrix into the tile buffer, TMA stores out of it.
+    check_kernels sm_90a 'grouped_gemm_sm90_tma_store' 'STSM\.16\.M88\.4' 'UTMASTG\.2D' 'UTMACMDFLUSH' \
+        'FENCE\.VIEW\.ASYNC\.S'
+    check_absent sm_90a 'grouped_gemm_sm90_tma_store' 'STG\.E\.128' 'LDS\.128'
+    # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
     check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
         'UTMALDG\.2D' 'SYNCS\.PHASECHK' 'USETMAXREG'
+    # The weight layout is Config's last argument (...ELi1EE... is N-major): the N-major kernels
+    # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
+    check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
+    check_absent sm_90a "$sm90_kmajor" 'HGMMA[^;]*tnspB'
+    for file in "$work/sm_90a"/*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ grouped_gemm_sm90 ]] || continue
+        if [[ ! "$name" =~ $sm90_kmajor && ! "$name" =~ $sm90_nmajor ]]; then
+            fail "sm_90a $name: neither a K-major nor an N-major Config; update check_sass.sh"
+        fi
+    done
 fi
 
 # ---- resource report: registers, shared, local memory and stack per kernel -----------------------
@@ -232,11 +255,14 @@ if [[ -n "$nvcc" ]]; then
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' \
             'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' \
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
-            'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128'
+            'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi64' 'HGMMA\.64x64x16\.F32\.BF16'
+        # imm-trans-b = 1 (B MN-major) assembles to the .tnspB form of the B descriptor operand.
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi[0-9]+ELi1E' 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
+        check_absent sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi[0-9]+ELi0E' 'HGMMA[^;]*tnspB'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_setmaxnreg' 'USETMAXREG\.DEALLOC' 'USETMAXREG\.TRY_ALLOC'
     fi
 fi

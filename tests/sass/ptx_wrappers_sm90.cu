@@ -12,6 +12,7 @@
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/smem.cuh"
+#include "ptx/stmatrix.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -42,6 +43,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         tma_store_2d(&map, tile, 0, 0);
         tma_store_commit();
         tma_store_wait_read<0>();
+        tma_store_wait<0>();
         tensormap_replace_global_address(global_map, reinterpret_cast<uint64_t>(out));
         fence_proxy_tensormap_release();
         fence_proxy_tensormap_acquire(global_map);
@@ -55,12 +57,16 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     warp_sync();
     const uint2 pair = ld_shared_v2_b32(slot ^ 16);
     const uint4 quad = ld_shared_v4_b32(slot ^ 32);
+    // ptx/stmatrix.cuh: one warp-wide store of four 8 x 8 matrices (STSM).
+    stmatrix_x4(smem_addr(tile) + 16 * (threadIdx.x % 32), quad.x, quad.y, pair.x, pair.y);
+    named_barrier_sync(1, 128);
     out[2 + threadIdx.x] = pair.x + pair.y + quad.x + quad.y + quad.z + quad.w;
 }
 
-// One kernel per wgmma width, each with the whole register file (the accumulators of N = 256
-// take 128 registers per thread).
-template <int N>
+// One kernel per wgmma width and B major-ness, each with the whole register file (the
+// accumulators of N = 256 take 128 registers per thread). kTransposeB = 1 reads B MN-major:
+// 64-column atoms 8 KB apart (leading offset), 8-row groups of K 1024 bytes apart (stride).
+template <int N, int kTransposeB>
 __global__ void __launch_bounds__(128, 1) ptx_wrappers_sm90_wgmma(float* out) {
     __shared__ alignas(1024) uint8_t a[64 * 128];
     __shared__ alignas(1024) uint8_t b[256 * 128];
@@ -69,8 +75,9 @@ __global__ void __launch_bounds__(128, 1) ptx_wrappers_sm90_wgmma(float* out) {
     for (int i = 0; i < N / 2; ++i) acc[i] = 0.f;
     wgmma_fence();
     const uint64_t desc_a = wgmma_smem_desc(smem_addr(a), 0, 1024, WgmmaSwizzle::k128B);
-    const uint64_t desc_b = wgmma_smem_desc(smem_addr(b), 0, 1024, WgmmaSwizzle::k128B);
-    Wgmma<N>::mma(acc, desc_a, desc_b, 0u);
+    const uint64_t desc_b = kTransposeB ? wgmma_smem_desc(smem_addr(b), 8192, 1024, WgmmaSwizzle::k128B)
+                                        : wgmma_smem_desc(smem_addr(b), 0, 1024, WgmmaSwizzle::k128B);
+    Wgmma<N, kTransposeB>::mma(acc, desc_a, desc_b, 0u);
     wgmma_commit();
     wgmma_wait<0>();
     float sum = 0.f;
@@ -82,10 +89,14 @@ __global__ void __launch_bounds__(128, 1) ptx_wrappers_sm90_wgmma(float* out) {
     out[threadIdx.x] = sum;
 }
 
-template __global__ void ptx_wrappers_sm90_wgmma<256>(float*);
-template __global__ void ptx_wrappers_sm90_wgmma<192>(float*);
-template __global__ void ptx_wrappers_sm90_wgmma<128>(float*);
-template __global__ void ptx_wrappers_sm90_wgmma<64>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<256, 0>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<192, 0>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<128, 0>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<64, 0>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<256, 1>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<192, 1>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<128, 1>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<64, 1>(float*);
 
 // setmaxnreg takes effect only under a launch-bounds register cap, one role per warpgroup.
 __global__ void __launch_bounds__(384, 1) ptx_wrappers_sm90_setmaxnreg(float* out) {

@@ -29,6 +29,7 @@ std::string describe(const CaseConfig& config) {
         case RowLayout::kExplicit: text << " rows=explicit"; break;
     }
     if (config.one_shot) text << " one-shot";
+    if (config.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR) text << " N-major";
     if (config.tile_n != 0) text << " tile_n=" << config.tile_n;
     return text.str();
 }
@@ -48,6 +49,7 @@ Problem HostCase::problem() const {
     p.bias_dtype = config.bias_dtype;
     p.c_dtype = config.c_dtype;
     p.d_dtype = config.d_dtype;
+    p.weight_layout = config.weight_layout;
     return p;
 }
 
@@ -132,6 +134,22 @@ HostCase make_case(const CaseConfig& config) {
     }
     fill_inputs(host_case, config.seed);
     return host_case;
+}
+
+HostCase with_transposed_weights(const HostCase& host_case) {
+    HostCase other = host_case;
+    const bool n_major = host_case.config.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+    other.config.weight_layout = n_major ? GGEMM_WEIGHT_LAYOUT_K_MAJOR : GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+    // Each expert's rows x columns matrix becomes columns x rows.
+    const std::size_t rows = static_cast<std::size_t>(n_major ? host_case.config.k : host_case.config.n);
+    const std::size_t columns = static_cast<std::size_t>(n_major ? host_case.config.n : host_case.config.k);
+    for (std::size_t g = 0; g < static_cast<std::size_t>(host_case.config.num_experts); ++g) {
+        const uint16_t* from = host_case.b.data() + g * rows * columns;
+        uint16_t* to = other.b.data() + g * rows * columns;
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t c = 0; c < columns; ++c) to[c * rows + r] = from[r * columns + c];
+    }
+    return other;
 }
 
 void refresh_case(HostCase& host_case, uint64_t seed, bool keep_offsets) {

@@ -46,6 +46,7 @@ struct CaseConfig {
     int sampled_rows_per_expert = -1;  // reference rows per expert (+ first/last); -1: every row
     bool one_shot = false;          // run through ggemm_grouped_gemm instead of a plan
     int32_t tile_n = 0;             // plan override (0: the planner's choice)
+    int32_t weight_layout = GGEMM_WEIGHT_LAYOUT_K_MAJOR;  // how HostCase::b holds each B_g
     uint64_t seed = 1;
 };
 
@@ -59,7 +60,8 @@ struct HostCase {
     int64_t m = 0;                 // the M passed to execute
     std::vector<int32_t> offsets;  // L padded cumulative ends
     std::vector<uint16_t> a;       // M x K
-    std::vector<uint16_t> b;       // L x N x K (dense; discrete uploads slices of it)
+    std::vector<uint16_t> b;       // L x N x K, or L x K x N with N-major weights (dense; discrete
+                                   // uploads one expert's N * K slice of it)
     std::vector<float> alpha;      // L
     std::vector<float> prob;       // M
     std::vector<uint8_t> bias;     // L x N of bias_dtype, empty without bias
@@ -74,6 +76,10 @@ std::vector<int32_t> draw_offsets(const CaseConfig& config, uint64_t seed);
 
 // A case with fresh random inputs.
 HostCase make_case(const CaseConfig& config);
+
+// The same case with its weights in the other layout (each B_g transposed, the config's
+// weight_layout switched): the same products, so the same reference.
+HostCase with_transposed_weights(const HostCase& host_case);
 
 // New values for every input (same shapes and M) and, unless keep_offsets, new offsets drawn
 // with the config's layout, constrained to end at or before M: the data of a graph replay.

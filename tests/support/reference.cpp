@@ -304,6 +304,28 @@ static void dot_block(const double* const* a_rows, const uint16_t* b_row, int64_
     for (int r = 0; r < kBlockRows; ++r) sums[r] = (lanes[r][0] + lanes[r][1]) + (lanes[r][2] + lanes[r][3]);
 }
 
+// The same sums for every column of an N-major B_g (K rows of N): sums[r * n + col]. Each lane
+// adds its k (k mod 4) in ascending order as dot_block does, so both layouts give the same bits;
+// walking B_g row by row keeps the reads contiguous.
+static void dot_block_n_major(const double* const* a_rows, const uint16_t* b_expert, int64_t n, int64_t k,
+                              std::vector<double>* sums) {
+    const std::size_t columns = static_cast<std::size_t>(n);
+    std::vector<double> lanes(kBlockRows * columns * 4, 0.0);
+    for (int64_t kk = 0; kk < k; ++kk) {
+        const uint16_t* b_row = b_expert + static_cast<std::size_t>(kk) * columns;
+        const std::size_t lane = static_cast<std::size_t>(kk & 3);
+        for (std::size_t col = 0; col < columns; ++col) {
+            const double b_value = bf16_to_float(b_row[col]);
+            for (int r = 0; r < kBlockRows; ++r) lanes[(r * columns + col) * 4 + lane] += a_rows[r][kk] * b_value;
+        }
+    }
+    sums->resize(kBlockRows * columns);
+    for (std::size_t i = 0; i < kBlockRows * columns; ++i) {
+        const double* l = &lanes[i * 4];
+        (*sums)[i] = (l[0] + l[1]) + (l[2] + l[3]);
+    }
+}
+
 // The contract's epilogue for one element, in float.
 static void epilogue(float acc, float alpha, float prob, const Problem& problem, int32_t expert, int64_t col,
                      float* c_value, float* d_value) {
@@ -337,6 +359,9 @@ Result compute_reference(const Problem& problem, const std::vector<int64_t>* row
     }
     if (dtype_size(problem.c_dtype) == 0 || dtype_size(problem.d_dtype) == 0) {
         throw std::invalid_argument("compute_reference: bad output dtype");
+    }
+    if (problem.weight_layout != kWeightLayoutKMajor && problem.weight_layout != kWeightLayoutNMajor) {
+        throw std::invalid_argument("compute_reference: unknown weight layout");
     }
     if (problem.bias_dtype != kDTypeNone && (dtype_size(problem.bias_dtype) == 0 || problem.bias == nullptr)) {
         throw std::invalid_argument("compute_reference: bias dtype without bias (or unknown dtype)");
@@ -394,9 +419,16 @@ Result compute_reference(const Problem& problem, const std::vector<int64_t>* row
             a_rows[r] = wide;
         }
         const float alpha = problem.alpha[g];
+        const bool n_major = problem.weight_layout == kWeightLayoutNMajor;
+        std::vector<double> n_major_sums;
+        if (n_major) dot_block_n_major(a_rows, b_expert, problem.n, problem.k, &n_major_sums);
         for (std::size_t col = 0; col < n; ++col) {
             double sums[kBlockRows];
-            dot_block(a_rows, b_expert + col * k, problem.k, sums);
+            if (n_major) {
+                for (int r = 0; r < kBlockRows; ++r) sums[r] = n_major_sums[static_cast<std::size_t>(r) * n + col];
+            } else {
+                dot_block(a_rows, b_expert + col * k, problem.k, sums);
+            }
             for (int r = 0; r < block.count; ++r) {
                 const std::size_t out_index = block.first + static_cast<std::size_t>(r);
                 const int64_t row = result.rows[out_index];

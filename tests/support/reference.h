@@ -1,8 +1,9 @@
 // The host reference of the grouped GEMM: the exact semantics of docs/API.md ("The
 // operation"), computed on the CPU from the same raw bf16 inputs the GPU sees.
 //
-//   acc = sum_k A[r,k] * B_g[n,k]   in double (every bf16 x bf16 product is exact), then
-//                                    rounded once to float
+//   acc = sum_k A[r,k] * B_g(n,k)   in double (every bf16 x bf16 product is exact), then
+//                                    rounded once to float; B_g(n,k) is B_g[n][k] (K-major
+//                                    weights) or B_g[k][n] (N-major)
 //   bias:     v  = fma(acc, alpha[g], float(prob[r] * bias[g][n]))   C = cvt_C(v),  D = cvt_D(v)
 //   no bias:  g_ = acc * alpha[g]                                   C = cvt_C(g_), D = cvt_D(g_ * prob[r])
 //
@@ -30,6 +31,10 @@ constexpr int32_t kDTypeNone = 0;
 constexpr int32_t kDTypeBF16 = 1;
 constexpr int32_t kDTypeFP16 = 2;
 constexpr int32_t kDTypeFP32 = 3;
+
+// Weight layouts (the GGEMM_WEIGHT_LAYOUT_* values).
+constexpr int32_t kWeightLayoutKMajor = 0;
+constexpr int32_t kWeightLayoutNMajor = 1;
 
 uint32_t float_to_bits(float value);
 float bits_to_float(uint32_t bits);
@@ -79,8 +84,9 @@ struct Problem {
     int64_t k = 0;
     int32_t num_experts = 0;  // L
     const uint16_t* a = nullptr;                 // M x K bf16 bits
-    const uint16_t* b = nullptr;                 // dense: L x N x K bf16 bits (or nullptr)
-    const uint16_t* const* b_experts = nullptr;  // discrete: L pointers to N x K; nullptr entry = skipped
+    const uint16_t* b = nullptr;                 // dense: L x N x K bf16 bits, N-major L x K x N (or nullptr)
+    const uint16_t* const* b_experts = nullptr;  // discrete: L pointers to N x K (K x N); nullptr entry = skipped
+    int32_t weight_layout = kWeightLayoutKMajor;  // or kWeightLayoutNMajor
     const int32_t* padded_offsets = nullptr;     // L
     const float* alpha = nullptr;                // L
     const float* prob = nullptr;                 // M

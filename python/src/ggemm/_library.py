@@ -6,6 +6,8 @@ from . import _ggemm
 DTYPE_NONE, DTYPE_BF16, DTYPE_FP16, DTYPE_FP32 = 0, 1, 2, 3
 WEIGHTS_DENSE, WEIGHTS_DISCRETE = 0, 1
 SCHEDULER_STATIC, SCHEDULER_DYNAMIC = 0, 1
+WEIGHT_LAYOUT_K_MAJOR, WEIGHT_LAYOUT_N_MAJOR = 0, 1
+WEIGHT_LAYOUTS = {"k_major": WEIGHT_LAYOUT_K_MAJOR, "n_major": WEIGHT_LAYOUT_N_MAJOR}
 
 # Status codes used by the Python layer itself.
 SUCCESS = 0
@@ -80,8 +82,10 @@ def desc_for(key):
     """The (Desc, workspace bytes) of one plan key, made once per key.
 
     key: (device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype, generate_c,
-    scheduler, tile_m, tile_n, cluster_m, sm_margin). Creating it asks the library for the
-    workspace, which creates and caches the plan: refusals of the descriptor surface here."""
+    scheduler, tile_m, tile_n, cluster_m, sm_margin[, weight_layout]). Creating it asks the
+    library for the workspace, which checks every field of the descriptor (no GPU needed):
+    refusals of the descriptor's fields surface here, those that depend on the device at the
+    first call."""
     entry = _desc_cache.get(key)
     if entry is None:
         desc = _ggemm.Desc(*key)
@@ -89,13 +93,6 @@ def desc_for(key):
         check(status)
         entry = _desc_cache[key] = (desc, workspace)
     return entry
-
-
-def workspace_bound(num_experts):
-    """The workspace any plan of num_experts needs at most, as docs/API.md states it (a 128-byte
-    tile counter plus one 128-byte tensor map per expert): used only to lower a JAX call where
-    no GPU can be asked."""
-    return 128 * (num_experts + 1)
 
 
 _wgrad_plans = {}

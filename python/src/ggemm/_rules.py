@@ -16,6 +16,9 @@ Two layouts are accepted for the same bytes (strides are checked, nothing is cop
     c, d     (M, N)     (N, 1)            (M, N, 1)  (N, 1, M*N)
 
 A stride of a dimension of size 1 is never used to form an address, so it is not checked.
+
+With N-major weights (weight_layout "n_major") each B_g is K x N: b is (L, K, N) with strides
+(K*N, N, 1), natural layout only, and b_ptrs entries point at (K, N) matrices.
 """
 from typing import Any, NamedTuple
 
@@ -60,6 +63,7 @@ class Operands(NamedTuple):
     spec_b: bool       # b as (N, K, L)
     spec_bias: bool    # bias as (N, L)
     spec_prob: bool    # prob as (M, 1, 1)
+    weight_layout: int = lib.WEIGHT_LAYOUT_K_MAJOR  # GGEMM_WEIGHT_LAYOUT_*
 
 
 def refuse(name, expected, given):
@@ -101,8 +105,16 @@ def check_vector(name, t, length, length_label):
                f"shape {tuple(shape)} with strides {tuple(t.stride())}")
 
 
+def weight_layout_code(weight_layout):
+    """The GGEMM_WEIGHT_LAYOUT_* of "k_major" or "n_major"."""
+    code = lib.WEIGHT_LAYOUTS.get(weight_layout) if isinstance(weight_layout, str) else None
+    if code is None:
+        refuse("weight_layout", "'k_major' or 'n_major'", f"{weight_layout!r}")
+    return code
+
+
 def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None,
-                   addresses=True):
+                   addresses=True, weight_layout=lib.WEIGHT_LAYOUT_K_MAJOR):
     """Checks the inputs of one call and returns their Operands.
 
     addresses=False skips what needs real memory (alignment of data pointers), for symbolic
@@ -164,7 +176,14 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
         weight_mode = lib.WEIGHTS_DENSE
         check_dtype("b", b, dt.bf16, "bfloat16")
         b_shape, b_strides = b.shape, b.stride()
-        if len(b_shape) == 3 and b_shape[0] == num_experts and b_shape[2] == k and _fits(
+        if weight_layout == lib.WEIGHT_LAYOUT_N_MAJOR:
+            if not (len(b_shape) == 3 and b_shape[0] == num_experts and b_shape[1] == k and _fits(
+                    b_shape, b_strides, (k * b_shape[2], b_shape[2], 1))):
+                refuse("b", f"N-major weights of shape (L, K, N) = ({num_experts}, {k}, N) with "
+                       f"strides (K*N, N, 1)",
+                       f"shape {tuple(b_shape)} with strides {tuple(b_strides)}")
+            b_n = b_shape[2]
+        elif len(b_shape) == 3 and b_shape[0] == num_experts and b_shape[2] == k and _fits(
                 b_shape, b_strides, (b_shape[1] * k, k, 1)):
             b_n = b_shape[1]
         elif len(b_shape) == 3 and b_shape[2] == num_experts and b_shape[1] == k and _fits(
@@ -209,7 +228,7 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
         check_placement("bias", bias, device, DATA_ALIGNMENT, addresses)
 
     return Operands(m, n, k, num_experts, device, weight_mode, bias_dtype, spec_a, spec_b,
-                    spec_bias, spec_prob)
+                    spec_bias, spec_prob, weight_layout)
 
 
 def output_code(dt, name, dtype):
@@ -245,6 +264,9 @@ def check_same_problem(plan, ops):
         refuse("b / b_ptrs", "the plan's weight mode (" +
                ("dense b" if plan.weight_mode == lib.WEIGHTS_DENSE else "discrete b_ptrs") + ")",
                "the other one")
+    if ops.weight_layout != plan.weight_layout:
+        refuse("weight_layout", "the plan's (" + ("n_major" if plan.weight_layout else "k_major") + ")",
+               "n_major" if ops.weight_layout else "k_major")
     if ops.bias_dtype != plan.bias_dtype:
         refuse("bias", "a bias of the plan's dtype" if plan.bias_dtype else "no bias (the plan has none)",
                "no bias" if not ops.bias_dtype else "a bias of another dtype" if plan.bias_dtype

@@ -65,14 +65,8 @@ def _output_code(name, dtype):
 
 
 def _workspace_bytes(key):
-    """The plan's workspace, asked of the library; where no GPU can be asked (lowering on a
-    machine without one), the documented bound for L experts."""
-    try:
-        return lib.desc_for(key)[1]
-    except lib.GgemmError as error:
-        if error.status != lib.ERROR_NO_DEVICE:
-            raise
-        return lib.workspace_bound(key[3])
+    """The plan's workspace, asked of the library (which needs no GPU for it)."""
+    return lib.desc_for(key)[1]
 
 
 def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,

@@ -86,12 +86,13 @@ def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, wor
 def _plan_key(ops, c_code, d_code, generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin):
     return (ops.device, ops.n, ops.k, ops.num_experts, ops.weight_mode, c_code, d_code,
             ops.bias_dtype, bool(generate_c), _scheduler(dynamic_sched), int(tile_m), int(tile_n),
-            int(cluster_m), int(sm_margin))
+            int(cluster_m), int(sm_margin), ops.weight_layout)
 
 
 def _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
-           dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status):
-    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias)
+           dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status, weight_layout):
+    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
+                               weight_layout=rules.weight_layout_code(weight_layout))
     c_code = rules.output_code(DTYPES, "c_dtype", c_dtype)
     d_code = rules.output_code(DTYPES, "d_dtype", d_dtype)
     desc, workspace_bytes = lib.desc_for(_plan_key(ops, c_code, d_code, generate_c, dynamic_sched,
@@ -111,9 +112,11 @@ def _grouped_gemm_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch
                      prob: torch.Tensor, b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor],
                      bias: Optional[torch.Tensor], n: int, c_dtype: torch.dtype,
                      d_dtype: torch.dtype, generate_c: bool, dynamic_sched: bool, tile_m: int,
-                     tile_n: int, cluster_m: int, sm_margin: int) -> Tuple[torch.Tensor, torch.Tensor]:
+                     tile_n: int, cluster_m: int, sm_margin: int,
+                     weight_layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
     d, c = _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
-                  generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, False)
+                  generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, False,
+                  weight_layout)
     if c is None:
         c = torch.empty(0, dtype=c_dtype, device=a.device)
     return d, c
@@ -121,7 +124,8 @@ def _grouped_gemm_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch
 
 @_grouped_gemm_op.register_fake
 def _grouped_gemm_fake(a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, c_dtype, d_dtype,
-                       generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin):
+                       generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin,
+                       weight_layout):
     m = a.shape[0]
     d = a.new_empty((m, n), dtype=d_dtype)
     c = a.new_empty((m, n) if generate_c else (0,), dtype=c_dtype)
@@ -129,10 +133,11 @@ def _grouped_gemm_fake(a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, c_dty
 
 
 def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
-            dynamic_sched, tile_m, tile_n, cluster_m, sm_margin):
+            dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, weight_layout):
     """The torch.compile path: shape rules on the symbolic tensors, natural views, the op."""
     ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
-                               addresses=False)
+                               addresses=False,
+                               weight_layout=rules.weight_layout_code(weight_layout))
     rules.output_code(DTYPES, "c_dtype", c_dtype)
     rules.output_code(DTYPES, "d_dtype", d_dtype)
     if ops.spec_a:
@@ -145,7 +150,7 @@ def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype
         bias = bias.t()
     d, c = _grouped_gemm_op(a, padded_offsets, alpha, prob, b, b_ptrs, bias, ops.n, c_dtype,
                             d_dtype, bool(generate_c), bool(dynamic_sched), int(tile_m),
-                            int(tile_n), int(cluster_m), int(sm_margin))
+                            int(tile_n), int(cluster_m), int(sm_margin), weight_layout)
     if ops.spec_a:
         d = d.unsqueeze(-1)
         c = c.unsqueeze(-1) if generate_c else c
@@ -155,12 +160,15 @@ def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype
 def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
                  c_dtype=torch.bfloat16, d_dtype=torch.bfloat16, generate_c=False,
                  dynamic_sched=False, tile_m=0, tile_n=0, cluster_m=0, sm_margin=0,
-                 check_status=False):
+                 check_status=False, weight_layout="k_major"):
     """The grouped GEMM in one call; returns GroupedGemmResult(d, c).
 
     a (M, K) bf16; padded_offsets (L,) int32 cumulative row ends on the device; alpha (L,) fp32;
     prob (M,) fp32; weights either b (L, N, K) bf16 or b_ptrs (L,) int64 device addresses of
-    (N, K) bf16 matrices with n = N; bias (L, N) optional. The specification's 3-D views of the
+    (N, K) bf16 matrices with n = N; bias (L, N) optional. weight_layout="n_major" takes each
+    expert's weights as K x N instead: b (L, K, N), b_ptrs to (K, N) matrices. A layer's forward
+    weights W (L, out, in) serve its input gradient that way: dX = grouped_gemm(dY, ..., b=W,
+    weight_layout="n_major") with K = out and N = in. The specification's 3-D views of the
     same memory are accepted too (then d and c come as (M, N, 1)). Refusals raise ValueError
     before anything is launched; the library's own refusals raise ggemm.GgemmError.
 
@@ -174,16 +182,18 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
             raise ValueError("check_status: expected False under torch.compile (reading the "
                              "device status synchronizes), got True")
         return _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
-                       generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin)
+                       generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin,
+                       weight_layout)
     return _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
-                  generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status)
+                  generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status,
+                  weight_layout)
 
 
 # --- discrete weights ------------------------------------------------------------------------------
 
 def b_ptrs(weights, device=None):
     """The (L,) int64 tensor of device addresses of `weights`, a sequence of L (N, K) bf16
-    contiguous CUDA tensors, for the discrete weight mode.
+    contiguous CUDA tensors ((K, N) for N-major weights), for the discrete weight mode.
 
     Keep-alive rule: the kernel reads the weights through raw addresses, which keep nothing
     alive. The returned tensor holds a reference to `weights` (as `.weights`), so the
@@ -199,7 +209,7 @@ def b_ptrs(weights, device=None):
         name = f"weights[{i}]"
         rules.check_dtype(name, w, torch.bfloat16, "bfloat16")
         if w.dim() != 2 or not w.is_contiguous() or tuple(w.shape) != tuple(first.shape):
-            rules.refuse(name, f"a contiguous (N, K) = {tuple(first.shape)} tensor",
+            rules.refuse(name, f"a contiguous (N, K) or (K, N) = {tuple(first.shape)} tensor",
                          f"shape {tuple(w.shape)} with strides {tuple(w.stride())}")
     for i, w in enumerate(weights):
         name = f"weights[{i}]"
@@ -245,13 +255,14 @@ class GroupedGemm:
 
     Discrete weights: instead of sample_b give num_experts=L, b_shape=(N, K) (and b_dtype,
     bfloat16) or sample_b_ptrs, and pass b_ptrs to execute. The plan serves every M up to
-    m_capacity (default: the sample's M)."""
+    m_capacity (default: the sample's M). weight_layout="n_major": each expert's weights are
+    K x N (sample_b (L, K, N), b_shape (K, N))."""
 
     def __init__(self, sample_a, sample_padded_offsets, sample_alpha, sample_prob, sample_d=None,
                  sample_c=None, sample_b=None, sample_bias=None, *, sample_b_ptrs=None,
                  num_experts=None, b_shape=None, b_dtype=torch.bfloat16, c_dtype=None,
                  d_dtype=None, generate_c=False, dynamic_sched=False, m_capacity=None, tile_m=0,
-                 tile_n=0, cluster_m=0, sm_margin=0):
+                 tile_n=0, cluster_m=0, sm_margin=0, weight_layout="k_major"):
         self._samples = (sample_a, sample_padded_offsets, sample_alpha, sample_prob, sample_b,
                          sample_b_ptrs, sample_bias, sample_c, sample_d)
         self._discrete = (num_experts, b_shape, b_dtype)
@@ -263,6 +274,7 @@ class GroupedGemm:
             sample_d.dtype if sample_d is not None else torch.bfloat16)
         self._m_capacity = m_capacity
         self._overrides = (int(tile_m), int(tile_n), int(cluster_m), int(sm_margin))
+        self.weight_layout = rules.weight_layout_code(weight_layout)
         self._ops = None
         self._plan = None
         self.workspace_bytes = None
@@ -277,17 +289,22 @@ class GroupedGemm:
                              "neither")
             if b_dtype != torch.bfloat16:
                 rules.refuse("b_dtype", "torch.bfloat16", f"{b_dtype}")
-            n, k = b_shape
+            n_major = self.weight_layout == lib.WEIGHT_LAYOUT_N_MAJOR
+            if n_major:
+                k, n = b_shape
+            else:
+                n, k = b_shape
             if a is not None and k != a.shape[1]:
-                rules.refuse("b_shape", f"(N, K) with K = {a.shape[1]} (a's columns)",
-                             f"{tuple(b_shape)}")
+                rules.refuse("b_shape", f"{'(K, N)' if n_major else '(N, K)'} with K = "
+                             f"{a.shape[1]} (a's columns)", f"{tuple(b_shape)}")
             if num_experts != offsets.shape[0]:
                 rules.refuse("num_experts", f"L = {offsets.shape[0]} (padded_offsets' length)",
                              f"{num_experts}")
             b_ptrs = _PointerStandIn(num_experts, a.get_device() if a.is_cuda else -1)
         elif b_ptrs is not None and b_shape is not None:
-            n = b_shape[0]
-        ops = rules.check_operands(DTYPES, a, offsets, alpha, prob, b, b_ptrs, n, bias)
+            n = b_shape[1] if self.weight_layout == lib.WEIGHT_LAYOUT_N_MAJOR else b_shape[0]
+        ops = rules.check_operands(DTYPES, a, offsets, alpha, prob, b, b_ptrs, n, bias,
+                                   weight_layout=self.weight_layout)
         self.c_code = rules.output_code(DTYPES, "c_dtype", self.c_dtype)
         self.d_code = rules.output_code(DTYPES, "d_dtype", self.d_dtype)
         if d is not None:
@@ -338,7 +355,8 @@ class GroupedGemm:
             self.compile()
         plan_ops = self._ops
         ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs,
-                                   plan_ops.n if b_ptrs is not None else None, bias)
+                                   plan_ops.n if b_ptrs is not None else None, bias,
+                                   weight_layout=self.weight_layout)
         if ops[1:] != plan_ops[1:] or ops.m > self.m_capacity:
             if ops.m > self.m_capacity:
                 rules.refuse("a", f"M <= m_capacity = {self.m_capacity}", f"M = {ops.m}")

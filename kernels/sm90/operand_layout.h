@@ -1,0 +1,54 @@
+// Where the SM90 kernel keeps a stage's B tile in shared memory, and the wgmma descriptor of its
+// k16 slices, for either weight layout. Pure and __host__ __device__, so the CPU tests check the
+// descriptors against the PTX ISA's canonical layouts (tests/host/test_wgmma_descriptor.cpp).
+//
+// Both layouts use the 128-byte swizzle that TMA writes (8 rows of 128 bytes repeat the pattern)
+// on tiles aligned to 1024 bytes.
+//   K-major (B_g is N x K): one box of tile_n rows x 64 K (128 bytes per row). A k16 slice starts
+//     32 bytes further along every row; 8-row groups of N are 1024 bytes apart.
+//   N-major (B_g is K x N): tile_n / 64 boxes, each 64 rows of K x 64 columns of N (128 bytes per
+//     row), one after another. wgmma reads B MN-major (imm-trans-b = 1): in the canonical
+//     MN-major 128-byte-swizzle layout (PTX ISA 9.7.15.5.1, "Shared Memory Matrix Layout"), an
+//     atom is 64 N x 8 K; the leading-dimension byte offset steps between atoms along N (one
+//     box, 64 x 64 x 2 bytes) and the stride-dimension byte offset between atoms along K (8 rows
+//     of 128 bytes). A k16 slice starts 16 rows = 2048 bytes further.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/contract.h"
+#include "kernels/common/hd.h"
+#include "ptx/wgmma_desc.h"
+
+namespace ggemm::sm90 {
+
+constexpr uint32_t kSwizzleRowBytes = 128;  // one 128-byte swizzle row
+constexpr uint32_t kSwizzleAtomRows = 8;    // rows per repetition of the swizzle pattern
+constexpr int kBlockK = 64;                 // K per stage: 64 bf16 = one swizzle row
+constexpr int kNMajorBoxColumns = 64;       // N-major: columns of N per TMA box (one swizzle row)
+constexpr uint32_t kNMajorBoxBytes = kNMajorBoxColumns * kBlockK * 2;  // 8 KB, a whole number of atoms
+
+// The descriptor of k16 slice `slice` (0-3) of a stage's B tile at shared address `b_base`.
+template <int kWeightLayout>
+GGEMM_HD uint64_t b_slice_descriptor(uint32_t b_base, int slice) {
+    static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
+    if constexpr (kWeightLayout == kKMajor) {
+        // Leading offset unused for swizzled K-major layouts.
+        return ptx::wgmma_smem_desc(b_base + static_cast<uint32_t>(slice) * 32, 0,
+                                    kSwizzleAtomRows * kSwizzleRowBytes, ptx::WgmmaSwizzle::k128B);
+    } else {
+        return ptx::wgmma_smem_desc(b_base + static_cast<uint32_t>(slice) * 16 * kSwizzleRowBytes,
+                                    /*leading: next 64 columns of N*/ kNMajorBoxBytes,
+                                    /*stride: next 8 rows of K*/ kSwizzleAtomRows * kSwizzleRowBytes,
+                                    ptx::WgmmaSwizzle::k128B);
+    }
+}
+
+// N-major: the byte offset, within a stage's B tile, where TMA puts element (column n, row k)
+// of the tile before swizzling (the swizzle permutes 16-byte chunks within each 128-byte row).
+GGEMM_HD uint32_t nmajor_tile_offset(int n, int k) {
+    return static_cast<uint32_t>(n / kNMajorBoxColumns) * kNMajorBoxBytes +
+           static_cast<uint32_t>(k) * kSwizzleRowBytes + static_cast<uint32_t>(n % kNMajorBoxColumns) * 2;
+}
+
+}  // namespace ggemm::sm90

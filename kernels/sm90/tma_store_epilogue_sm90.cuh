@@ -1,0 +1,162 @@
+// The SM90 epilogue of a bf16 D without C, through TMA stores: each math warpgroup converts its
+// 64 rows of the tile in registers (the contract's arithmetic, kernels/common/epilogue.cuh),
+// writes them with stmatrix into its own output buffer in shared memory, and one of its threads
+// stores the buffer with TMA (cp.async.bulk.tensor) while the warpgroup goes on to the next
+// tile's main loop. The math warps issue no global stores of D.
+//
+// The buffer is a row of column atoms: 64 rows x 64 bf16 (128 bytes), 128-byte swizzled
+// (epilogue_layout.h), each the shared-memory side of one TMA store box of {64 columns, 64 rows}
+// (the D map's box, src/tensor_map.cpp). A buffer of the whole tile width leaves in one pass; a
+// narrower one in passes of its width, each pass waiting until the previous pass's stores have
+// read the buffer. TMA clips the boxes at N; boxes wholly past N are not issued.
+//
+// Per pass: the storing thread waits until its earlier stores have read the buffer, a
+// warpgroup barrier passes that on, every thread writes its fragments and fences them to the
+// async proxy, a second barrier, and the storing thread issues the boxes and commits them as
+// one bulk group. Before the CTA exits, the storing thread waits for all its stores.
+//
+// The wgmma accumulator layout (PTX ISA 9.7.15.5.1): in warp w of the warpgroup, lane l holds
+// rows 16w + l/4 and + 8, and in each 8-column group j the columns 8j + 2(l%4) and + 1, as
+// acc[4j..4j+1] and acc[4j+2..4j+3]. That is stmatrix's fragment of an 8 x 8 matrix: one
+// stmatrix.x4 writes two 8-column groups of the warp's 16 rows.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/common/epilogue.cuh"
+#include "kernels/sm90/epilogue_layout.h"
+#include "ptx/barrier.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/stmatrix.cuh"
+#include "ptx/tma.cuh"
+
+namespace ggemm::sm90 {
+
+// One column atom of the output buffer: 64 bf16 columns of the warpgroup's 64 rows.
+constexpr int kAtomColumns = kSliceRowBytes / 2;
+constexpr int kAtomBytes = kSliceBytes;
+
+// What one thread's share of a tile's TMA-store epilogue needs besides the accumulators.
+struct TmaStoreEpilogue {
+    EpilogueTile t;
+    float2 prob;               // prob of the thread's rows r and r + 8
+    const uint8_t* buffer;     // the warpgroup's output buffer (1024-byte aligned)
+    uint32_t buffer_addr;      // the same, as a shared-window address
+    uint32_t barrier;          // the warpgroup's named barrier
+    int32_t row_begin;         // the warpgroup's first row
+    int32_t n_begin;           // the tile's first column
+    const CUtensorMap* d_map;  // D: dims {N, M}, box {64, 64}, 128-byte swizzle
+};
+
+// The bias of columns col and col + 1 as fp32 (col < N, even), read from global memory: the
+// tile's bias row is a few hundred bytes that every thread of the CTA reads, so it stays in L1.
+template <class BiasT>
+__device__ __forceinline__ float2 global_bias_pair(const void* bias, int32_t col) {
+    if constexpr (std::is_same_v<BiasT, float>) {
+        return __ldg(reinterpret_cast<const float2*>(static_cast<const float*>(bias) + col));
+    } else if constexpr (std::is_same_v<BiasT, __half>) {
+        return __half22float2(__ldg(reinterpret_cast<const __half2*>(static_cast<const __half*>(bias) + col)));
+    } else {
+        return __bfloat1622float2(
+            __ldg(reinterpret_cast<const __nv_bfloat162*>(static_cast<const __nv_bfloat16*>(bias) + col)));
+    }
+}
+
+// Two accumulators of one row, as the contract's kValue, rounded to a bf16 pair (low half first).
+template <EpilogueValue kValue>
+__device__ __forceinline__ uint32_t bf16_pair(float alpha, float a0, float a1, float prob, float2 bias) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(contract_value<kValue>(alpha, a0, prob, bias.x),
+                                                   contract_value<kValue>(alpha, a1, prob, bias.y));
+    return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Writes column atom `atom` of the tile (columns 64 atom ..) to the buffer's atom at atom_addr.
+template <EpilogueValue kValue, class BiasT, int kWidth>
+__device__ __forceinline__ void write_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom,
+                                           uint32_t atom_addr) {
+    constexpr int kGroups = kAtomColumns / 8;
+    const int thread = threadIdx.x % 128;
+    const int lane = thread % 32;
+    // stmatrix: lane l addresses row l % 8 of matrix l / 8; matrices 0, 1 are the top and bottom
+    // eight rows of the first 8-column group, matrices 2, 3 those of the second.
+    const int row = 16 * (thread / 32) + (lane & 7) + ((lane >> 3) & 1) * 8;
+    const int group_of_lane = lane >> 4;
+    float2 bias[kGroups];
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+        bias[g] = make_float2(0.f, 0.f);
+        if constexpr (kValue == EpilogueValue::kBiased) {
+            const int32_t col = e.n_begin + (atom * kGroups + g) * 8 + 2 * (lane % 4);
+            if (col < e.t.n) bias[g] = global_bias_pair<BiasT>(e.t.bias, col);  // N is a multiple of 8
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < kGroups / 2; ++p) {
+        const int j = atom * kGroups + 2 * p;
+        const uint32_t r0 = bf16_pair<kValue>(e.t.alpha, acc[4 * j], acc[4 * j + 1], e.prob.x, bias[2 * p]);
+        const uint32_t r1 = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 2], acc[4 * j + 3], e.prob.y, bias[2 * p]);
+        const uint32_t r2 = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 4], acc[4 * j + 5], e.prob.x, bias[2 * p + 1]);
+        const uint32_t r3 = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 6], acc[4 * j + 7], e.prob.y, bias[2 * p + 1]);
+        const int chunk = 2 * p + group_of_lane;  // the 16-byte chunk of the 128-byte row
+        ptx::stmatrix_x4(atom_addr + static_cast<uint32_t>(row * kSliceRowBytes + swizzled_chunk(row, chunk * 16)),
+                         r0, r1, r2, r3);
+    }
+}
+
+// The whole epilogue of one warpgroup's share of a tile or piece kWidth columns wide, through a
+// buffer of kBufferAtoms column atoms.
+template <EpilogueValue kValue, class BiasT, int kWidth, int kBufferAtoms>
+__device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
+    constexpr int kAtoms = kWidth / kAtomColumns;
+    constexpr int kPasses = (kAtoms + kBufferAtoms - 1) / kBufferAtoms;
+    const bool storer = threadIdx.x % 128 == 0;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+        const int first_atom = pass * kBufferAtoms;
+        if (e.n_begin + first_atom * kAtomColumns >= e.t.n) break;  // N tail: nothing left of the tile
+        // The buffer is free once the stores that last read it have done so.
+        if (storer) ptx::tma_store_wait_read<0>();
+        ptx::named_barrier_sync(e.barrier, 128);
+#pragma unroll
+        for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
+            write_atom<kValue, BiasT, kWidth>(e, acc, first_atom + a, e.buffer_addr + a * kAtomBytes);
+        }
+        ptx::fence_proxy_async_shared();  // this thread's stmatrix writes, before the TMA reads them
+        ptx::named_barrier_sync(e.barrier, 128);
+        if (storer) {
+#pragma unroll
+            for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
+                const int32_t col = e.n_begin + (first_atom + a) * kAtomColumns;
+                if (col < e.t.n) {
+                    ptx::tma_store_2d(e.d_map, e.buffer + a * kAtomBytes, col, e.row_begin);
+                }
+            }
+            ptx::tma_store_commit();
+        }
+    }
+}
+
+template <int kWidth, int kBufferAtoms>
+__device__ __forceinline__ void store_tile_tma(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
+    if (e.t.bias == nullptr) {
+        store_passes<EpilogueValue::kScaledByProb, float, kWidth, kBufferAtoms>(e, acc);
+        return;
+    }
+    switch (e.t.bias_dtype) {
+        case kBF16: store_passes<EpilogueValue::kBiased, __nv_bfloat16, kWidth, kBufferAtoms>(e, acc); break;
+        case kFP16: store_passes<EpilogueValue::kBiased, __half, kWidth, kBufferAtoms>(e, acc); break;
+        default: store_passes<EpilogueValue::kBiased, float, kWidth, kBufferAtoms>(e, acc); break;
+    }
+}
+
+// Before the CTA exits: its shared memory must outlive the reads, and D must be written.
+__device__ __forceinline__ void finish_tma_stores() {
+    if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();
+}
+
+}  // namespace ggemm::sm90
