@@ -38,7 +38,7 @@ def test_fake_implementation_gives_output_shapes():
 
 
 def test_b_ptrs_refuses_mixed_shapes():
-    with pytest.raises(ValueError, match=r"^weights\[1\]: expected a contiguous \(N, K\) = \(8, 8\) tensor"):
+    with pytest.raises(ValueError, match=r"^weights\[1\]: expected a contiguous \(N, K\) or \(K, N\) = \(8, 8\) tensor"):
         gt.b_ptrs([torch.zeros(8, 8, dtype=torch.bfloat16), torch.zeros(8, 16, dtype=torch.bfloat16)])
 
 
