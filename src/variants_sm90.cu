@@ -1,6 +1,6 @@
 // The SM90 kernel variants the planner chooses from: one per tile width and weight layout with
 // the math warps' own stores (any dtypes; the N-major kernels differ only in how B is loaded and
-// described), and TMA-store variants for a bf16 D without C (K-major weights). Stages fill the
+// described), and TMA-store variants for a bf16 D without C (either weight layout). Stages fill the
 // shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
 // sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
 // launch.
@@ -74,6 +74,9 @@ using Tile128 = sm90::Config<128, 6>;
 using Tile256Halves = sm90::Config<256, 4, sm90::Output::kTmaStore, 128>;
 using Tile256Whole = sm90::Config<256, 3, sm90::Output::kTmaStore, 256>;
 using Tile192Whole = sm90::Config<192, 4, sm90::Output::kTmaStore, 192>;
+using Tile256HalvesNMajor = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kNMajor>;
+using Tile256WholeNMajor = sm90::Config<256, 3, sm90::Output::kTmaStore, 256, kNMajor>;
+using Tile192WholeNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kNMajor>;
 using Tile256NMajor = sm90::Config<256, 4, sm90::Output::kWarpStores, 0, kNMajor>;
 using Tile192NMajor = sm90::Config<192, 5, sm90::Output::kWarpStores, 0, kNMajor>;
 using Tile128NMajor = sm90::Config<128, 6, sm90::Output::kWarpStores, 0, kNMajor>;
@@ -85,6 +88,9 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),
     sm90_variant<Tile256Whole>("sm90_tmastore_whole_128x256x64_s3"),
     sm90_variant<Tile192Whole>("sm90_tmastore_whole_128x192x64_s4"),
+    sm90_variant<Tile256HalvesNMajor>("sm90_tmastore_halves_128x256x64_s4_nmajor"),
+    sm90_variant<Tile256WholeNMajor>("sm90_tmastore_whole_128x256x64_s3_nmajor"),
+    sm90_variant<Tile192WholeNMajor>("sm90_tmastore_whole_128x192x64_s4_nmajor"),
     sm90_variant<Tile256NMajor>("sm90_tma_wgmma_128x256x64_s4_nmajor"),
     sm90_variant<Tile192NMajor>("sm90_tma_wgmma_128x192x64_s5_nmajor"),
     sm90_variant<Tile128NMajor>("sm90_tma_wgmma_128x128x64_s6_nmajor"),

@@ -132,7 +132,8 @@ TEST_CASE("weight layout: an architecture without N-major kernels refuses N-majo
     CHECK(ggemm::validate_plan_desc(desc, sm100_device(), list_of(variants)) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
     CHECK(message_contains("desc->weight_layout = N-major (1) is not supported on SM100"));
     CHECK(message_contains("pass the weights K-major"));
-    // The library as built: SM100 has no N-major kernel (docs/API.md), SM90 has one per width.
+    // The library as built: SM100 has no N-major kernel (docs/API.md), SM90 has one per width
+    // with the math warps' stores and three with TMA stores, as for K-major weights.
     ggemm_plan plan;
     CHECK(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) ==
           GGEMM_ERROR_UNSUPPORTED_CONFIG);
@@ -144,20 +145,21 @@ TEST_CASE("weight layout: an architecture without N-major kernels refuses N-majo
         CHECK(std::string(sm90.items[i].name).find("_nmajor") != std::string::npos);
         CHECK(sm90.items[i].tile_n % 64 == 0);
     }
-    CHECK(n_major_widths == 3);
+    CHECK(n_major_widths == 6);
 }
 
 TEST_CASE("weight layout: the suite's dgrad shapes plan the N-major SM90 kernel of the forward's width") {
-    // dgrad of a forward with N x K weights: N' = K, K' = N.
+    // dgrad of a forward with N x K weights: N' = K, K' = N. A bf16 D without C (valid_desc) is
+    // stored by TMA, as in the forward.
     struct Shape {
         int64_t n, k;
         const char* variant;
     };
     const Shape shapes[] = {
-        {7168, 4096, "sm90_tma_wgmma_128x256x64_s4_nmajor"},  // dsv3_fc1
-        {2048, 7168, "sm90_tma_wgmma_128x256x64_s4_nmajor"},  // dsv3_fc2
-        {4096, 28672, "sm90_tma_wgmma_128x256x64_s4_nmajor"}, // mixtral_fc1
-        {2880, 5760, "sm90_tma_wgmma_128x192x64_s5_nmajor"},  // gptoss_fc1: 2880 = 15 x 192
+        {7168, 4096, "sm90_tmastore_halves_128x256x64_s4_nmajor"},  // dsv3_fc1
+        {2048, 7168, "sm90_tmastore_halves_128x256x64_s4_nmajor"},  // dsv3_fc2
+        {4096, 28672, "sm90_tmastore_halves_128x256x64_s4_nmajor"}, // mixtral_fc1
+        {2880, 5760, "sm90_tmastore_whole_128x192x64_s4_nmajor"},   // gptoss_fc1: 2880 = 15 x 192
     };
     for (const Shape& shape : shapes) {
         ggemm_plan_desc desc = valid_desc();
