@@ -73,6 +73,20 @@ ggemm_status_t output_map(const ggemm_plan& plan, const ggemm_args& args, CUtens
 
 }  // namespace
 
+ggemm_status_t current_device(int* device) noexcept {
+    const cudaError_t error = cudaGetDevice(device);
+    if (error == cudaSuccess) return GGEMM_SUCCESS;
+    cudaGetLastError();
+    return fail(GGEMM_ERROR_CUDA, "cudaGetDevice failed: %s (%s)", cudaGetErrorName(error), cudaGetErrorString(error));
+}
+
+ggemm_status_t make_context_current(int device) noexcept {
+    const cudaError_t error = ensure_current_context(device);
+    if (error == cudaSuccess) return GGEMM_SUCCESS;
+    return fail(GGEMM_ERROR_CUDA, "making device %d's context current failed: %s (%s)", device, cudaGetErrorName(error),
+                cudaGetErrorString(error));
+}
+
 KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noexcept {
     const ggemm_plan_desc& desc = plan.desc;
     const bool discrete = desc.weight_mode == GGEMM_WEIGHTS_DISCRETE;
@@ -124,21 +138,13 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     if (status != GGEMM_SUCCESS) return status;
     status = validate_args_fields(plan, args, m_capacity);
     if (status != GGEMM_SUCCESS) return status;
-    int current_device = -1;
-    const cudaError_t got_device = cudaGetDevice(&current_device);
-    if (got_device != cudaSuccess) {
-        cudaGetLastError();
-        return fail(GGEMM_ERROR_CUDA, "cudaGetDevice failed: %s (%s)", cudaGetErrorName(got_device),
-                    cudaGetErrorString(got_device));
-    }
-    status = validate_args_for_device(plan, args, current_device, cuda_pointer_oracle());
+    int device = -1;
+    status = current_device(&device);
     if (status != GGEMM_SUCCESS) return status;
-    // The maps are encoded and the kernel launched through the driver, in the current context.
-    const cudaError_t made_current = ensure_current_context(current_device);
-    if (made_current != cudaSuccess) {
-        return fail(GGEMM_ERROR_CUDA, "making device %d's context current failed: %s (%s)", current_device,
-                    cudaGetErrorName(made_current), cudaGetErrorString(made_current));
-    }
+    status = validate_args_for_device(plan, args, device, cuda_pointer_oracle());
+    if (status != GGEMM_SUCCESS) return status;
+    status = make_context_current(device);
+    if (status != GGEMM_SUCCESS) return status;
 
     const ggemm_plan_desc& desc = plan.desc;
     const KernelVariant& variant = plan.variant;

@@ -18,6 +18,12 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
 // kernel writes each expert's address into its copy of the template.
 const void* b_template_placeholder(const uint64_t* b_ptrs) noexcept;
 
+// The calling thread's current device, or GGEMM_ERROR_CUDA with the runtime's reason.
+ggemm_status_t current_device(int* device) noexcept;
+// Makes the device's primary context current (execute encodes maps and launches through the
+// driver, in the current context), or GGEMM_ERROR_CUDA with the reason.
+ggemm_status_t make_context_current(int device) noexcept;
+
 // ggemm_execute's body; the one-shot call passes its descriptor's m_capacity. Nothing is
 // enqueued unless every check passes.
 ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args, int64_t m_capacity,

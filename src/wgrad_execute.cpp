@@ -4,6 +4,7 @@
 
 #include "src/driver_api.h"
 #include "src/error.h"
+#include "src/execute.h"
 #include "src/pointer_oracle.h"
 #include "src/structs.h"
 #include "src/wgrad_validate.h"
@@ -54,20 +55,13 @@ ggemm_status_t execute_wgrad_plan(const ggemm_plan& plan, const ggemm_wgrad_args
     if (status != GGEMM_SUCCESS) return status;
     status = validate_wgrad_args_fields(plan, args);
     if (status != GGEMM_SUCCESS) return status;
-    int current_device = -1;
-    const cudaError_t got_device = cudaGetDevice(&current_device);
-    if (got_device != cudaSuccess) {
-        cudaGetLastError();
-        return fail(GGEMM_ERROR_CUDA, "cudaGetDevice failed: %s (%s)", cudaGetErrorName(got_device),
-                    cudaGetErrorString(got_device));
-    }
-    status = validate_wgrad_args_for_device(plan, args, current_device, cuda_pointer_oracle());
+    int device = -1;
+    status = current_device(&device);
     if (status != GGEMM_SUCCESS) return status;
-    const cudaError_t made_current = ensure_current_context(current_device);
-    if (made_current != cudaSuccess) {
-        return fail(GGEMM_ERROR_CUDA, "making device %d's context current failed: %s (%s)", current_device,
-                    cudaGetErrorName(made_current), cudaGetErrorString(made_current));
-    }
+    status = validate_wgrad_args_for_device(plan, args, device, cuda_pointer_oracle());
+    if (status != GGEMM_SUCCESS) return status;
+    status = make_context_current(device);
+    if (status != GGEMM_SUCCESS) return status;
 
     const ggemm_wgrad_desc& desc = plan.wgrad.desc;
     const WgradVariant& variant = plan.wgrad.variant;
