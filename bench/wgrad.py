@@ -7,7 +7,10 @@ case, summed over each expert's padded rows (dW_g = dY_g^T X_g with dY (M, N), X
   1. check: ggemm (alpha = 1, bf16 overwrite) against the torch._grouped_mm K-grouped form; the
      relative Frobenius error must be <= 1e-2 (outputs poisoned with NaN first);
   2. time, in interleaved rounds (the order rotates every round), medians of event-timed runs:
-       ggemm_bf16   ggemm_wgrad_execute, bf16 output, overwrite
+       ggemm_bf16   ggemm_wgrad_execute, bf16 output, overwrite (TMA store path, the default)
+       ggemm_bf16_registers  the same through the register store path (GGEMM_WGRAD_STORE=registers
+                    at plan creation); its output must equal ggemm_bf16's bitwise
+       ggemm_fp32_overwrite  fp32 output, overwrite (TMA store path)
        ggemm_fp32   ggemm_wgrad_execute, fp32 output, accumulate (main_grad style)
        grouped_mm   torch._grouped_mm(x1.t(), x2, offs=padded_offsets), bf16 out
        deep_gemm    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c),
@@ -155,16 +158,31 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
     plans = []
     try:
         bf16 = Wgrad(lib, m, p, q, experts, DTYPE_BF16, 0, scheduler)
+        plans.append(bf16)
         fp32 = Wgrad(lib, m, p, q, experts, DTYPE_FP32, 1, scheduler)
-        plans = [bf16, fp32]
+        plans.append(fp32)
+        fp32_overwrite = Wgrad(lib, m, p, q, experts, DTYPE_FP32, 0, scheduler)
+        plans.append(fp32_overwrite)
+        os.environ["GGEMM_WGRAD_STORE"] = "registers"
+        try:
+            bf16_registers = Wgrad(lib, m, p, q, experts, DTYPE_BF16, 0, scheduler)
+        finally:
+            del os.environ["GGEMM_WGRAD_STORE"]
+        plans.append(bf16_registers)
         result["plan"] = bf16.describe().splitlines()[2]
         workspace = torch.empty(max(bf16.workspace_size, 128), dtype=torch.uint8, device=device)
         out_bf16 = torch.full((experts, p, q), float("nan"), dtype=torch.bfloat16, device=device)
         main_grad = torch.zeros((experts, p, q), dtype=torch.float32, device=device)
         args_bf16 = bf16.args(m, x1, x2, offsets, out_bf16, workspace, status)
         args_fp32 = fp32.args(m, x1, x2, offsets, main_grad, workspace, status)
+        out_registers = torch.full((experts, p, q), float("nan"), dtype=torch.bfloat16, device=device)
+        args_registers = bf16_registers.args(m, x1, x2, offsets, out_registers, workspace, status)
+        out_fp32 = torch.empty((experts, p, q), dtype=torch.float32, device=device)
+        args_fp32_overwrite = fp32_overwrite.args(m, x1, x2, offsets, out_fp32, workspace, status)
         handle = stream.cuda_stream
         ops = [("ggemm_bf16", lambda: bf16.run(args_bf16, handle)),
+               ("ggemm_bf16_registers", lambda: bf16_registers.run(args_registers, handle)),
+               ("ggemm_fp32_overwrite", lambda: fp32_overwrite.run(args_fp32_overwrite, handle)),
                ("ggemm_fp32", lambda: fp32.run(args_fp32, handle))]
         # The peers: torch._grouped_mm's K-grouped form, DeepGEMM's k-grouped kernel, one dense mm.
         x1t = x1.t()
@@ -172,10 +190,14 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
         with torch.cuda.stream(stream):
             ref = torch._grouped_mm(x1t, x2, offs=offsets, out_dtype=torch.bfloat16)
             bf16.run(args_bf16, handle)
+            bf16_registers.run(args_registers, handle)
         stream.synchronize()
         if int(status.item()) != 0:
             raise RuntimeError("device status 0x%x" % int(status.item()))
         result["errors"]["check_vs_grouped_mm"] = rel_error(torch, out_bf16.float(), ref.float())
+        if not torch.equal(out_bf16.view(torch.int16), out_registers.view(torch.int16)):
+            raise RuntimeError("the TMA and register store paths differ bitwise")
+        result["plan_store"] = [line for line in bf16.describe().splitlines() if line.startswith("store:")][0][:40]
         ops.append(("grouped_mm", lambda: torch._grouped_mm(x1t, x2, offs=offsets, out_dtype=torch.bfloat16)))
         if deep_gemm is not None:
             ks = [offsets_host[0]] + [b - a for a, b in zip(offsets_host, offsets_host[1:])]
@@ -225,8 +247,9 @@ def main():
         print("%-18s %s" % (r["name"], r.get("failure") or " ".join(
             "%s %.0f" % (k, v) for k, v in r["tflops"].items())), flush=True)
 
-    print("\n| case | ggemm bf16 | torch (bf16) | x | ggemm fp32 acc | DeepGEMM (fp32) | x | dense | check |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| case | ggemm bf16 | torch (bf16) | x | bf16 registers | ggemm fp32 acc | DeepGEMM (fp32) | x "
+          "| fp32 overwrite | dense | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     over_torch, over_deep = [], []
     for r in results:
         t = r["tflops"]
@@ -239,8 +262,9 @@ def main():
         if x2:
             over_deep.append(x2)
         f = lambda v, s="%.0f": "-" if v is None else s % v  # noqa: E731
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["name"], f(a), f(b), f(x1, "%.2f"), f(c), f(d), f(x2, "%.2f"), f(t.get("dense")),
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], f(a), f(b), f(x1, "%.2f"), f(t.get("ggemm_bf16_registers")), f(c), f(d), f(x2, "%.2f"),
+            f(t.get("ggemm_fp32_overwrite")), f(t.get("dense")),
             f(r["errors"].get("check_vs_grouped_mm"), "%.1e") if "failure" not in r else r["failure"][:60]))
     geo = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")  # noqa: E731
     print("\ngeomean ggemm/torch (bf16) %.3f over %d cases; ggemm/DeepGEMM (fp32 accumulate) %.3f over %d cases"

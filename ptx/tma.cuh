@@ -97,6 +97,21 @@ __device__ __forceinline__ void tma_store_2d(const void* map, const void* src, i
 #endif
 }
 
+// cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [map, {c0, c1, c2}], [src];
+//                                                                            PTX 8.0, sm_90
+// The 3-D form of tma_store_2d: elements outside the tensor (any of its three dims) are not
+// written.
+__device__ __forceinline__ void tma_store_3d(const void* map, const void* src, int32_t c0, int32_t c1,
+                                             int32_t c2) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(map),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src))
+                 : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
 // cp.async.bulk.commit_group;                                                 PTX 8.0, sm_90
 // Closes the group of bulk stores issued so far by this thread.
 __device__ __forceinline__ void tma_store_commit() {

@@ -23,6 +23,7 @@ enum class PlanKind : int32_t { kForward = 0, kWgrad = 1 };
 struct WgradPlan {
     ggemm_wgrad_desc desc{};  // validated, every default filled in
     WgradVariant variant{};   // the chosen one
+    int32_t store_path = 0;   // kWgradStoreRegisters or kWgradStoreTma (kernels/common/wgrad_params.h)
 };
 
 }  // namespace ggemm

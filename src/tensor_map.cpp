@@ -77,11 +77,19 @@ ggemm_status_t resolve_tensor_map_encoder() noexcept {
                 static_cast<int>(resolved.encode_query));
 }
 
+CUtensorMapDataType tensor_map_data_type(int32_t dtype) noexcept {
+    switch (dtype) {
+        case GGEMM_DTYPE_FP16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+        case GGEMM_DTYPE_FP32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+        default: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    }
+}
+
 ggemm_status_t encode_tensor_map(const TensorMapShape& shape, const char* what, CUtensorMap* map) noexcept {
     const PFN_cuTensorMapEncodeTiled_v12000 encode = driver_api().encode_tiled;
     if (encode == nullptr) return resolve_tensor_map_encoder();
     const CUresult result = encode(
-        map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, shape.rank, const_cast<void*>(shape.address),
+        map, tensor_map_data_type(shape.dtype), shape.rank, const_cast<void*>(shape.address),
         shape.dims, shape.strides, shape.box, shape.element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (result != CUDA_SUCCESS) {

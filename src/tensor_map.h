@@ -10,7 +10,7 @@
 
 namespace ggemm {
 
-// Everything cuTensorMapEncodeTiled takes besides the fixed choices (bf16, no interleave,
+// Everything cuTensorMapEncodeTiled takes besides the fixed choices (no interleave,
 // 128-byte swizzle, 256-byte L2 promotion, zero fill out of bounds).
 struct TensorMapShape {
     uint32_t rank;
@@ -19,6 +19,7 @@ struct TensorMapShape {
     uint64_t strides[2];       // bytes, for dims 1.. (dim 0 is contiguous)
     uint32_t box[3];
     uint32_t element_strides[3];
+    int32_t dtype = GGEMM_DTYPE_BF16;  // the element type: GGEMM_DTYPE_BF16, FP16 or FP32
 };
 
 // A: M x K row-major; dims {K, M}, box {block_k, a_box_rows}.
@@ -42,6 +43,9 @@ TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t 
 // D: M x N bf16 row-major; dims {N, M}, box {d_box_cols, d_box_rows} (the variant's TMA store
 // box). Its row extent is this call's M: no store reaches past it.
 TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, const KernelVariant& variant) noexcept;
+
+// The driver's element type of a GGEMM_DTYPE_* (bf16 for anything else).
+CUtensorMapDataType tensor_map_data_type(int32_t dtype) noexcept;
 
 // Resolves cuTensorMapEncodeTiled (once per process). GGEMM_ERROR_CUDA if the driver lacks it.
 ggemm_status_t resolve_tensor_map_encoder() noexcept;

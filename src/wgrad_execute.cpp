@@ -26,6 +26,24 @@ TensorMapShape wgrad_operand_map_shape(const void* address, int64_t m, int64_t c
     return shape;
 }
 
+TensorMapShape wgrad_output_map_shape(void* out, const ggemm_wgrad_desc& desc) noexcept {
+    const uint64_t element = desc.out_dtype == GGEMM_DTYPE_FP32 ? 4 : 2;
+    TensorMapShape shape{};
+    shape.rank = 3;
+    shape.address = out;
+    shape.dtype = desc.out_dtype;
+    shape.dims[0] = static_cast<uint64_t>(desc.q);
+    shape.dims[1] = static_cast<uint64_t>(desc.p);
+    shape.dims[2] = static_cast<uint64_t>(desc.num_experts);
+    shape.strides[0] = static_cast<uint64_t>(desc.q) * element;
+    shape.strides[1] = static_cast<uint64_t>(desc.p) * static_cast<uint64_t>(desc.q) * element;
+    shape.box[0] = static_cast<uint32_t>(128 / element);
+    shape.box[1] = 64;
+    shape.box[2] = 1;
+    shape.element_strides[0] = shape.element_strides[1] = shape.element_strides[2] = 1;
+    return shape;
+}
+
 WgradKernelArgs make_wgrad_kernel_args(const ggemm_plan& plan, const ggemm_wgrad_args& args) noexcept {
     const ggemm_wgrad_desc& desc = plan.wgrad.desc;
     WgradKernelArgs kernel{};
@@ -45,6 +63,7 @@ WgradKernelArgs make_wgrad_kernel_args(const ggemm_plan& plan, const ggemm_wgrad
     kernel.output_mode = desc.output_mode;
     kernel.accumulate = desc.accumulate;
     kernel.scheduler = desc.scheduler;
+    kernel.store_path = plan.wgrad.store_path;
     return kernel;
 }
 
@@ -72,6 +91,10 @@ ggemm_status_t execute_wgrad_plan(const ggemm_plan& plan, const ggemm_wgrad_args
         status = encode_tensor_map(wgrad_operand_map_shape(args.x1, args.m, desc.p, variant), "X1", &params.x1_map);
         if (status != GGEMM_SUCCESS) return status;
         status = encode_tensor_map(wgrad_operand_map_shape(args.x2, args.m, desc.q, variant), "X2", &params.x2_map);
+        if (status != GGEMM_SUCCESS) return status;
+    }
+    if (plan.wgrad.store_path == kWgradStoreTma) {
+        status = encode_tensor_map(wgrad_output_map_shape(args.out, desc), "out", &params.out_map);
         if (status != GGEMM_SUCCESS) return status;
     }
     // The kernel always runs, M = 0 included (overwrite mode writes zeros for empty experts), and

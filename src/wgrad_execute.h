@@ -16,6 +16,11 @@ namespace ggemm {
 TensorMapShape wgrad_operand_map_shape(const void* address, int64_t m, int64_t columns,
                                        const WgradVariant& variant) noexcept;
 
+// The dense L x P x Q output of out_dtype, for the TMA store path: dims {Q, P, L}, box {128
+// bytes of Q, 64 rows of P, 1} (one staging atom, kernels/sm90/wgrad_store_layout_sm90.h). Three
+// dims, not {Q, P L}, so that the box clips at each expert's own P.
+TensorMapShape wgrad_output_map_shape(void* out, const ggemm_wgrad_desc& desc) noexcept;
+
 // The kernel's per-call arguments from validated ones (pure).
 WgradKernelArgs make_wgrad_kernel_args(const ggemm_plan& plan, const ggemm_wgrad_args& args) noexcept;
 

@@ -3,9 +3,12 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <cuda_runtime_api.h>
 #include <string>
 
+#include "kernels/common/wgrad_params.h"
 #include "kernels/common/wgrad_schedule.h"
 #include "src/error.h"
 #include "src/structs.h"
@@ -63,6 +66,14 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
             "wgmma), %d threads, %d B shared memory\n",
             variant.name, variant.tile_p, variant.tile_q, variant.block_rows, variant.stages, variant.threads,
             variant.smem_bytes);
+    appendf(&text, "store: %s\n",
+            plan.wgrad.store_path == kWgradStoreTma
+                ? "TMA (each math warpgroup stages 64 rows x 128 bytes of the tile in shared memory, swizzled, and "
+                  "stores them with 3-D TMA tensor stores into the {Q, P, L} output, clipped at P and Q)"
+                : desc.output_mode == GGEMM_WGRAD_OUTPUT_DENSE && desc.accumulate == 0
+                      ? "registers (GGEMM_WGRAD_STORE=registers: pairs stored straight from the accumulators)"
+                      : "registers (pairs stored straight from the accumulators; TMA stores serve only a dense output "
+                        "overwritten)");
     appendf(&text, "tiles: %lld (%d experts x P blocks x Q blocks), each summing all of its expert's rows (no split of K)\n",
             static_cast<long long>(tiles), desc.num_experts);
     appendf(&text, "scheduler: %s\n",
@@ -92,12 +103,18 @@ WgradVariantList compiled_wgrad_variants(int32_t arch) noexcept {
     return list;
 }
 
+int32_t choose_wgrad_store_path(const ggemm_wgrad_desc& desc, const char* store_switch) noexcept {
+    const bool serves = desc.output_mode == GGEMM_WGRAD_OUTPUT_DENSE && desc.accumulate == 0;
+    const bool registers_asked = store_switch != nullptr && std::strcmp(store_switch, "registers") == 0;
+    return serves && !registers_asked ? kWgradStoreTma : kWgradStoreRegisters;
+}
+
 uint64_t wgrad_workspace_bytes(int32_t scheduler) noexcept {
     return scheduler == GGEMM_SCHEDULER_DYNAMIC ? kWorkspaceCounterBytes : 0;
 }
 
 ggemm_status_t build_wgrad_plan(const ggemm_wgrad_desc& desc, const DeviceInfo& device, WgradVariantList variants,
-                                ggemm_plan* plan) {
+                                ggemm_plan* plan, const char* store_switch) {
     ggemm_status_t status = validate_wgrad_desc_fields(desc);
     if (status != GGEMM_SUCCESS) return status;
     status = validate_wgrad_desc_for_device(desc, device, variants);
@@ -123,6 +140,7 @@ ggemm_status_t build_wgrad_plan(const ggemm_wgrad_desc& desc, const DeviceInfo& 
     plan->device = device;
     plan->wgrad.desc = desc;
     plan->wgrad.variant = *best;
+    plan->wgrad.store_path = choose_wgrad_store_path(desc, store_switch);
     plan->grid = static_cast<int32_t>(tiles.count() < sms ? tiles.count() : sms);
     plan->workspace_bytes = wgrad_workspace_bytes(desc.scheduler);
     plan->description = describe_wgrad_plan(*plan, variants, tiles.count());
@@ -137,7 +155,10 @@ ggemm_status_t create_wgrad_plan(const ggemm_wgrad_desc& desc, std::unique_ptr<g
     status = query_device(desc.device, &device);
     if (status != GGEMM_SUCCESS) return status;
     auto built = std::make_unique<ggemm_plan>();
-    status = build_wgrad_plan(desc, device, compiled_wgrad_variants(arch_of(device)), built.get());
+    // GGEMM_WGRAD_STORE=registers: a benchmarking and testing switch that times (or checks) the
+    // register store path against the TMA one in the same process. Read here only.
+    status = build_wgrad_plan(desc, device, compiled_wgrad_variants(arch_of(device)), built.get(),
+                              std::getenv("GGEMM_WGRAD_STORE"));
     if (status != GGEMM_SUCCESS) return status;
     status = resolve_tensor_map_encoder();
     if (status != GGEMM_SUCCESS) return status;

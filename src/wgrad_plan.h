@@ -19,10 +19,16 @@ WgradVariantList compiled_wgrad_variants(int32_t arch) noexcept;
 // Workspace of one call: the dynamic scheduler's tile counter, or nothing.
 uint64_t wgrad_workspace_bytes(int32_t scheduler) noexcept;
 
+// How a plan for `desc` stores its tiles: through TMA (kWgradStoreTma) for a dense output
+// overwritten, from registers otherwise. `store_switch` (GGEMM_WGRAD_STORE: "registers" or
+// "tma", or nullptr) can send a plan down the register path; it cannot give TMA stores to a plan
+// they do not serve.
+int32_t choose_wgrad_store_path(const ggemm_wgrad_desc& desc, const char* store_switch) noexcept;
+
 // The pure planner (fake devices and variants in the tests). Fills *plan on success, without
 // calling the variant's prepare.
 ggemm_status_t build_wgrad_plan(const ggemm_wgrad_desc& desc, const DeviceInfo& device, WgradVariantList variants,
-                                ggemm_plan* plan);
+                                ggemm_plan* plan, const char* store_switch = nullptr);
 
 // The real one: queries the device, builds the plan, prepares the kernel on the plan's device.
 ggemm_status_t create_wgrad_plan(const ggemm_wgrad_desc& desc, std::unique_ptr<ggemm_plan>* plan);

@@ -15,6 +15,7 @@ namespace ggemm {
 struct WgradLaunchParams {
     CUtensorMap x1_map;  // X1: dims {P, M}, box {64, 64}; unused (not encoded) when M = 0
     CUtensorMap x2_map;  // X2: dims {Q, M}, box {64, 64}
+    CUtensorMap out_map; // dense output, TMA store path only: dims {Q, P, L}, box {128 bytes, 64, 1}
     WgradKernelArgs args;
     int32_t grid;        // persistent CTAs
 };

@@ -31,7 +31,7 @@ cudaKernel_t wgrad_kernel_handle() {
 template <class Cfg>
 cudaError_t wgrad_launch(const WgradLaunchParams& p, cudaStream_t stream) {
     void* params[] = {const_cast<CUtensorMap*>(&p.x1_map), const_cast<CUtensorMap*>(&p.x2_map),
-                      const_cast<WgradKernelArgs*>(&p.args)};
+                      const_cast<CUtensorMap*>(&p.out_map), const_cast<WgradKernelArgs*>(&p.args)};
     const DriverLaunch fast = {wgrad_kernel_handle<Cfg>(), dim3(static_cast<unsigned>(p.grid)),
                                dim3(static_cast<unsigned>(Cfg::kThreads)),
                                static_cast<unsigned>(kWgradSmemBytes<Cfg>), 1u, stream, params};
@@ -41,7 +41,7 @@ cudaError_t wgrad_launch(const WgradLaunchParams& p, cudaStream_t stream) {
     config.blockDim = dim3(static_cast<unsigned>(Cfg::kThreads));
     config.dynamicSmemBytes = static_cast<size_t>(kWgradSmemBytes<Cfg>);
     config.stream = stream;
-    return cudaLaunchKernelEx(&config, wgrad_sm90<Cfg>, p.x1_map, p.x2_map, p.args);
+    return cudaLaunchKernelEx(&config, wgrad_sm90<Cfg>, p.x1_map, p.x2_map, p.out_map, p.args);
 }
 
 }  // namespace sm90

@@ -8,6 +8,12 @@
 
 namespace ggemm {
 
+// How the kernel writes a summed tile (WgradKernelArgs::store_path): straight from registers
+// (every output mode), or staged in shared memory and stored with TMA through out_map (a dense
+// output overwritten).
+constexpr int32_t kWgradStoreRegisters = 0;
+constexpr int32_t kWgradStoreTma = 1;
+
 struct WgradKernelArgs {
     const int32_t* padded_offsets;    // L cumulative row ends (validated on the device)
     const float* alpha;               // L, or nullptr: every alpha is 1
@@ -23,6 +29,7 @@ struct WgradKernelArgs {
     int32_t output_mode;
     int32_t accumulate;
     int32_t scheduler;
+    int32_t store_path;               // kWgradStoreRegisters or kWgradStoreTma
 };
 
 }  // namespace ggemm

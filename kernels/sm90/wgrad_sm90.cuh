@@ -13,7 +13,10 @@
 // a multi-stage shared-memory ring with TMA. Both operands stay as stored: the row index r is
 // the GEMM's K, so they are MN-major in shared memory (wgrad_layout_sm90.h) and the wgmma reads
 // them transposed. Warpgroups 1 and 2 each own 64 rows of P and issue m64 n kTileQ k16 wgmma,
-// keeping one batch in flight, then store their accumulators (wgrad_epilogue_sm90.cuh).
+// keeping one batch in flight, then store their accumulators: from registers
+// (wgrad_epilogue_sm90.cuh), or, for a dense output overwritten, through a staging atom per
+// warpgroup and TMA stores (wgrad_tma_store_sm90.cuh). Empty experts get their zeros from
+// registers either way.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (a type only)
@@ -26,6 +29,7 @@
 #include "kernels/common/wgrad_schedule.h"
 #include "kernels/sm90/wgrad_epilogue_sm90.cuh"
 #include "kernels/sm90/wgrad_layout_sm90.h"
+#include "kernels/sm90/wgrad_tma_store_sm90.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
@@ -79,6 +83,8 @@ struct WgradSharedStorage {
         __nv_bfloat16 x2[Cfg::kTileQ * Cfg::kBlockRows];
     };
     Stage stages[Cfg::kStages];
+    // Each math warpgroup's staging atom for the TMA store path (1024-aligned: the swizzle atom).
+    alignas(1024) uint8_t out_atoms[Cfg::kMathWarpgroups][kWgradAtomBytes];
     uint64_t full[Cfg::kStages];   // TMA bytes landed in the stage
     uint64_t empty[Cfg::kStages];  // every math warp is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
@@ -93,6 +99,9 @@ template <class Cfg>
 constexpr int kWgradSmemBytes = static_cast<int>(sizeof(WgradSharedStorage<Cfg>)) + 1024;
 
 constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
+
+// The math warpgroups' named barriers of the TMA store path (0 is __syncthreads).
+constexpr uint32_t kWgradStoreBarrier = 1;
 
 __device__ __forceinline__ int32_t out_dtype_bytes(int32_t dtype) { return dtype == kFP32 ? 4 : 2; }
 
@@ -220,18 +229,22 @@ __device__ __forceinline__ WgradTileSlot read_wgrad_slot(const WgradTileSlot* sl
 }
 
 template <class Cfg>
-__device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const WgradKernelArgs& args,
-                                              int warpgroup) {
+__device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const CUtensorMap* out_map,
+                                              const WgradKernelArgs& args, int warpgroup) {
     const int lane = threadIdx.x % 32;
     const int warp = (threadIdx.x % 128) / 32;
     float acc[Cfg::kTileQ / 2];
     uint32_t stage = 0, phase = 0;
+    const bool tma_store = args.store_path == kWgradStoreTma;
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
         const WgradTileSlot tile = read_wgrad_slot(&s.tiles[slot], lane);
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
-        if (tile.expert < 0) return;
+        if (tile.expert < 0) {
+            if (tma_store) finish_wgrad_tma_stores();
+            return;
+        }
         if (tile.action == static_cast<int32_t>(WgradAction::kSkip)) continue;
         WgradFragment fragment;
         fragment.expert_out = reinterpret_cast<void*>(tile.out);
@@ -248,7 +261,22 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
             continue;
         }
         wgrad_main_loop<Cfg>(s, tile.k_blocks, warpgroup, lane, acc, stage, phase);
-        store_wgrad_tile<Cfg::kTileQ>(fragment, args.out_dtype, args.accumulate != 0, acc);
+        if (tma_store) {
+            WgradTmaStore store;
+            store.out_map = out_map;
+            store.atom = s.out_atoms[warpgroup];
+            store.atom_addr = ptx::smem_addr(s.out_atoms[warpgroup]);
+            store.barrier = kWgradStoreBarrier + static_cast<uint32_t>(warpgroup);
+            store.p = args.p;
+            store.q = args.q;
+            store.row_begin = tile.p_begin + warpgroup * 64;
+            store.q_begin = tile.q_begin;
+            store.expert = tile.expert;
+            store.alpha = fragment.alpha;
+            store_wgrad_tile_tma<Cfg::kTileQ>(store, args.out_dtype, acc);
+        } else {
+            store_wgrad_tile<Cfg::kTileQ>(fragment, args.out_dtype, args.accumulate != 0, acc);
+        }
     }
 }
 
@@ -269,7 +297,7 @@ __device__ __forceinline__ void report_wgrad_status(WgradSharedStorage<Cfg>& s, 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgrad_sm90(const __grid_constant__ CUtensorMap x1_map, const __grid_constant__ CUtensorMap x2_map,
-               const WgradKernelArgs args) {
+               const __grid_constant__ CUtensorMap out_map, const WgradKernelArgs args) {
     static_assert(kWgradSmemBytes<Cfg> <= kWgradSharedMemoryLimit, "stages + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
@@ -294,6 +322,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         ptx::tma_prefetch_map(&x1_map);
         ptx::tma_prefetch_map(&x2_map);
     }
+    // The output map is encoded only for the TMA store path.
+    if (thread == 64 && args.store_path == kWgradStoreTma) ptx::tma_prefetch_map(&out_map);
     for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
     __syncthreads();
 
@@ -305,7 +335,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (thread == 0) wgrad_produce<Cfg>(s, &x1_map, &x2_map, args);
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
-        wgrad_compute<Cfg>(s, args, warpgroup - 1);
+        wgrad_compute<Cfg>(s, &out_map, args, warpgroup - 1);
     }
 #endif
 }

@@ -3,9 +3,11 @@
 // on and off, alpha given or NULL, empty experts (zeros, or untouched when accumulating), one
 // expert holding every row, P and Q tails at multiples of 8, both schedulers bitwise equal, graph
 // replays with new offsets, bad offsets and output pointers skipped and reported, M = 0, and
-// every byte outside the addressed outputs untouched.
+// every byte outside the addressed outputs untouched; the TMA store path (a dense output
+// overwritten, by default) bitwise equal to the register path (GGEMM_WGRAD_STORE=registers).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -501,4 +503,125 @@ TEST_CASE("sanitizer: wgrad bad offsets and output pointers are skipped and repo
     const std::vector<bool> output_ok = {true, false, false, true};
     verify_wgrad(describe(c), c, host, device.download(c, host, &guard_problem), &output_ok);
     CHECK_MESSAGE(guard_problem.empty(), guard_problem);
+}
+
+namespace {
+
+// Sends the plans created in its scope down the register store path (GGEMM_WGRAD_STORE).
+struct ScopedRegisterStore {
+    ScopedRegisterStore() { setenv("GGEMM_WGRAD_STORE", "registers", 1); }
+    ~ScopedRegisterStore() { unsetenv("GGEMM_WGRAD_STORE"); }
+    ScopedRegisterStore(const ScopedRegisterStore&) = delete;
+    ScopedRegisterStore& operator=(const ScopedRegisterStore&) = delete;
+};
+
+// The "store:" line of the plan description for case c.
+std::string store_line(const WgradCase& c) {
+    const ggemm_wgrad_desc desc = make_wgrad_desc(c, c.m + 512);
+    ggemm_plan_t plan = nullptr;
+    CHECK_GGEMM(ggemm_wgrad_plan_create(&plan, &desc));
+    static char text[8192];
+    const ggemm_status_t described = ggemm_plan_describe(plan, text, sizeof text, nullptr);
+    (void)ggemm_plan_destroy(plan);
+    REQUIRE(described == GGEMM_SUCCESS);
+    const std::string all(text);
+    const std::size_t at = all.find("store: ");
+    REQUIRE_MESSAGE(at != std::string::npos, all);
+    return all.substr(at, all.find('\n', at) - at);
+}
+
+// Runs c through the TMA store path (the default for a dense output overwritten) and the register
+// path, checks both against the reference and requires them bitwise equal, guard bytes included.
+void check_store_paths_agree(const WgradCase& c) {
+    const std::string what = describe(c);
+    INFO(what);
+    REQUIRE_MESSAGE(store_line(c).rfind("store: TMA", 0) == 0, store_line(c));
+    const WgradHost host = make_host(c);
+    uint32_t tma_status = 0, register_status = 0;
+    std::string tma_guard, register_guard;
+    const std::vector<uint8_t> tma = run_wgrad(c, host, &tma_status, &tma_guard);
+    std::vector<uint8_t> registers;
+    {
+        ScopedRegisterStore scoped;
+        REQUIRE_MESSAGE(store_line(c).rfind("store: registers", 0) == 0, store_line(c));
+        registers = run_wgrad(c, host, &register_status, &register_guard);
+    }
+    CHECK_MESSAGE(tma_guard.empty(), what << " (TMA store): " << tma_guard);
+    CHECK_MESSAGE(tma_status == register_status, what << ": status 0x" << std::hex << tma_status << " vs 0x"
+                                                     << register_status);
+    CHECK_MESSAGE(tma_status == offset_violations(c.offsets.data(), c.experts, c.m), what);
+    verify_wgrad(what + " (TMA store)", c, host, tma);
+    CHECK_MESSAGE(tma == registers, what << ": the TMA and register store paths differ bitwise");
+}
+
+}  // namespace
+
+TEST_CASE("wgrad store paths: TMA stores equal register stores bitwise (dtypes, tails, empty and skipped experts)") {
+    uint64_t seed = 800;
+    for (int32_t dtype : {GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
+        // P tails inside the first and the second math warpgroup's rows (P % 128 = 8 and 72) and
+        // one that leaves the second warpgroup no rows (P = 64); Q tails inside an atom of either
+        // width (Q % 64 = 8, Q % 32 = 24) and a Q below one atom (8).
+        const int64_t shapes[][2] = {{264, 392}, {200, 520}, {136, 8}, {64, 120}, {392, 136}};
+        for (const auto& shape : shapes) {
+            for (int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+                WgradCase c;
+                c.label = "store paths";
+                c.experts = 5;
+                c.p = shape[0];
+                c.q = shape[1];
+                c.out_dtype = dtype;
+                c.scheduler = scheduler;
+                c.alpha_null = (seed % 4) == 0;
+                c.seed = ++seed;
+                c.offsets = random_offsets(c.experts, 4, c.seed, &c.m);
+                c.offsets[2] = c.offsets[1];  // expert 2 is always empty: exact zeros
+                for (std::size_t g = 3; g < c.offsets.size(); ++g)
+                    c.offsets[g] = std::max(c.offsets[g], c.offsets[g - 1]);
+                c.m = c.offsets.back() + 256;
+                check_store_paths_agree(c);
+            }
+        }
+        // Skipped experts: a misaligned and a decreasing offset leave experts 1 and 2 untouched.
+        WgradCase c;
+        c.label = "store paths, bad offsets";
+        c.experts = 5;
+        c.p = 200;
+        c.q = 392;
+        c.out_dtype = dtype;
+        c.offsets = {256, 700, 512, 1024, 1280};
+        c.m = 1536;
+        c.seed = ++seed;
+        check_store_paths_agree(c);
+    }
+}
+
+TEST_CASE("wgrad store paths: pointer outputs and accumulate keep the register path") {
+    WgradCase c;
+    c.experts = 2;
+    c.offsets = {256, 512};
+    c.m = 512;
+    c.output_mode = GGEMM_WGRAD_OUTPUT_POINTERS;
+    CHECK(store_line(c).rfind("store: registers", 0) == 0);
+    c.output_mode = GGEMM_WGRAD_OUTPUT_DENSE;
+    c.accumulate = true;
+    CHECK(store_line(c).rfind("store: registers", 0) == 0);
+    c.accumulate = false;
+    CHECK(store_line(c).rfind("store: TMA", 0) == 0);
+}
+
+TEST_CASE("sanitizer: wgrad TMA store path with P and Q tails and an empty expert") {
+    for (int32_t dtype : {GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
+        WgradCase c;
+        c.label = "sanitizer TMA store";
+        c.experts = 3;
+        c.p = 200;
+        c.q = 120;
+        c.out_dtype = dtype;
+        c.offsets = {256, 256, 768};
+        c.m = 1024;
+        c.seed = 900 + static_cast<uint64_t>(dtype);
+        REQUIRE(store_line(c).rfind("store: TMA", 0) == 0);
+        run_and_verify(c);
+    }
 }

@@ -437,3 +437,71 @@ TEST_CASE("each execute refuses a plan of the other kind; describe and workspace
     CHECK(created == nullptr);
     CHECK(message_contains("desc is NULL"));
 }
+
+TEST_CASE("wgrad store path: TMA for a dense output overwritten, registers otherwise or when asked") {
+    ggemm_wgrad_desc desc = valid_wgrad_desc();
+    for (int32_t dtype : {GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
+        desc.out_dtype = dtype;
+        CHECK(ggemm::choose_wgrad_store_path(desc, nullptr) == ggemm::kWgradStoreTma);
+        CHECK(ggemm::choose_wgrad_store_path(desc, "tma") == ggemm::kWgradStoreTma);
+        CHECK(ggemm::choose_wgrad_store_path(desc, "") == ggemm::kWgradStoreTma);
+        CHECK(ggemm::choose_wgrad_store_path(desc, "registers") == ggemm::kWgradStoreRegisters);
+    }
+    desc.accumulate = 1;
+    CHECK(ggemm::choose_wgrad_store_path(desc, nullptr) == ggemm::kWgradStoreRegisters);
+    CHECK(ggemm::choose_wgrad_store_path(desc, "tma") == ggemm::kWgradStoreRegisters);
+    desc.accumulate = 0;
+    desc.output_mode = GGEMM_WGRAD_OUTPUT_POINTERS;
+    CHECK(ggemm::choose_wgrad_store_path(desc, nullptr) == ggemm::kWgradStoreRegisters);
+
+    // The planner records the choice, the description names it, the kernel arguments carry it.
+    desc = valid_wgrad_desc();
+    ggemm_plan plan = wgrad_plan(desc);
+    CHECK(plan.wgrad.store_path == ggemm::kWgradStoreTma);
+    CHECK(plan.description.find("\nstore: TMA (") != std::string::npos);
+    CHECK(ggemm::make_wgrad_kernel_args(plan, valid_wgrad_args()).store_path == ggemm::kWgradStoreTma);
+    ggemm_plan registers;
+    REQUIRE(ggemm::build_wgrad_plan(desc, sm90_device(), wgrad_list(wgrad_variants()), &registers, "registers") ==
+            GGEMM_SUCCESS);
+    CHECK(registers.wgrad.store_path == ggemm::kWgradStoreRegisters);
+    CHECK(registers.description.find("\nstore: registers (GGEMM_WGRAD_STORE=registers") != std::string::npos);
+    CHECK(ggemm::make_wgrad_kernel_args(registers, valid_wgrad_args()).store_path == ggemm::kWgradStoreRegisters);
+    desc.accumulate = 1;
+    plan = wgrad_plan(desc);
+    CHECK(plan.wgrad.store_path == ggemm::kWgradStoreRegisters);
+    CHECK(plan.description.find("\nstore: registers (pairs stored straight") != std::string::npos);
+}
+
+TEST_CASE("wgrad output map: dims {Q, P, L}, one 128-byte x 64-row box per expert, the output's dtype") {
+    ggemm_wgrad_desc desc = valid_wgrad_desc();
+    desc.p = 200;  // P and Q tails: the box clips at each expert's own P, so P is a dim of its own
+    desc.q = 392;
+    desc.num_experts = 5;
+    void* out = reinterpret_cast<void*>(uintptr_t{0x7f0000000000});
+    for (int32_t dtype : {GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
+        desc.out_dtype = dtype;
+        const uint64_t element = dtype == GGEMM_DTYPE_FP32 ? 4 : 2;
+        const ggemm::TensorMapShape shape = ggemm::wgrad_output_map_shape(out, desc);
+        CHECK(shape.rank == 3);
+        CHECK(shape.address == out);
+        CHECK(shape.dtype == dtype);
+        CHECK(shape.dims[0] == 392);
+        CHECK(shape.dims[1] == 200);
+        CHECK(shape.dims[2] == 5);
+        CHECK(shape.strides[0] == 392 * element);
+        CHECK(shape.strides[1] == 200 * 392 * element);
+        CHECK(shape.strides[0] % 16 == 0);  // TMA: global strides are multiples of 16 bytes
+        CHECK(shape.box[0] * element == 128);  // the staging atom's row: the 128-byte swizzle span
+        CHECK(shape.box[1] == 64);             // one math warpgroup's rows
+        CHECK(shape.box[2] == 1);
+        CHECK(shape.element_strides[0] == 1);
+        CHECK(shape.element_strides[1] == 1);
+        CHECK(shape.element_strides[2] == 1);
+    }
+    CHECK(ggemm::tensor_map_data_type(GGEMM_DTYPE_BF16) == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+    CHECK(ggemm::tensor_map_data_type(GGEMM_DTYPE_FP16) == CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+    CHECK(ggemm::tensor_map_data_type(GGEMM_DTYPE_FP32) == CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+    // The operand maps keep bf16.
+    const ggemm_plan plan = wgrad_plan();
+    CHECK(ggemm::wgrad_operand_map_shape(out, 256, 64, plan.wgrad.variant).dtype == GGEMM_DTYPE_BF16);
+}

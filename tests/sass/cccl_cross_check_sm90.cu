@@ -180,6 +180,21 @@ extern "C" __global__ void cccl_tma_store_2d_commit_wait(const __grid_constant__
     cp::cp_async_bulk_commit_group();
     cp::cp_async_bulk_wait_group_read(cp::n32_t<0>{});
 }
+extern "C" __global__ void ours_tma_store_3d_commit_wait(const __grid_constant__ CUtensorMap map, int32_t c0,
+                                                         int32_t c1, int32_t c2) {
+    __shared__ alignas(1024) uint8_t tile[8192];
+    ours::tma_store_3d(&map, tile, c0, c1, c2);
+    ours::tma_store_commit();
+    ours::tma_store_wait_read<0>();
+}
+extern "C" __global__ void cccl_tma_store_3d_commit_wait(const __grid_constant__ CUtensorMap map, int32_t c0,
+                                                         int32_t c1, int32_t c2) {
+    __shared__ alignas(1024) uint8_t tile[8192];
+    const int32_t coords[3] = {c0, c1, c2};
+    cp::cp_async_bulk_tensor(cp::space_global, cp::space_shared, &map, coords, tile);
+    cp::cp_async_bulk_commit_group();
+    cp::cp_async_bulk_wait_group_read(cp::n32_t<0>{});
+}
 
 // A non-zero group count, so a wrong immediate in wait_group.read shows as a different DEPBAR.
 extern "C" __global__ void ours_tma_store_wait_read_1() {

@@ -17,7 +17,9 @@
 #            memory. The N-major kernels (Config's weight layout 1) read B with HGMMA's
 #            transposed-B form (.tnspB); the K-major ones (layout 0) never
 #            The weight-gradient kernels (wgrad_sm90) read both operands transposed
-#            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits; no local memory, 168 registers
+#            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits, and keep both output paths: the
+#            TMA store path (STS / STS.64 staging, fence, named barrier, UTMASTG.3D) and the
+#            register path's global stores; no local memory, 168 registers
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
@@ -180,6 +182,11 @@ if disassemble sm_90a; then
     # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
     check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
         'UTMALDG\.2D' 'SYNCS\.PHASECHK' 'USETMAXREG'
+    # Its TMA store path: pairs into the staging atoms (STS for 2-byte outputs, STS.64 for fp32),
+    # the async-proxy fence, the warpgroup's named barrier, 3-D TMA stores and their waits; the
+    # register path's generic stores (ST.E, ST.E.64) stay compiled beside it.
+    check_kernels sm_90a 'wgrad_sm90' 'STS ' 'STS\.64' 'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC[^;]*0x80' \
+        'UTMASTG\.3D' 'UTMACMDFLUSH' 'DEPBAR\.LE' 'ST\.E\.64' 'ST\.E '
     # The weight layout is Config's last argument (...ELi1EE... is N-major): the N-major kernels
     # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
@@ -253,7 +260,7 @@ if [[ -n "$nvcc" ]]; then
         "$cuobjdump" -sass "$work/wrappers90.cubin" >"$work/probe90.sass" 2>&1
         split_functions "$work/probe90.sass" "$work/sm_90a_probe"
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' \
-            'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' \
+            'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' 'UTMASTG\.3D' \
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
             'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'

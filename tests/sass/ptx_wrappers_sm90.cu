@@ -41,6 +41,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         out[1] = cluster_id_x() + cluster_count_x();
         fence_proxy_async_shared();
         tma_store_2d(&map, tile, 0, 0);
+        tma_store_3d(&map, tile, 0, 0, 0);
         tma_store_commit();
         tma_store_wait_read<0>();
         tma_store_wait<0>();

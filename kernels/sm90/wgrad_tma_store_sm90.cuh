@@ -1,0 +1,124 @@
+// The weight gradient's output path through TMA stores, for a dense output overwritten
+// (kWgradStoreTma): each math warpgroup scales and rounds its 64 rows of the tile in registers
+// (the same arithmetic as wgrad_epilogue_sm90.cuh, so the results are bitwise the same), writes
+// them one atom (128 bytes of Q, wgrad_store_layout_sm90.h) at a time into its own swizzled
+// staging atom in shared memory, and one of its threads stores the atom with a 3-D TMA store
+// into the output map {Q, P, L}. TMA clips the box at P and Q of the expert's own matrix, so
+// tails write nothing outside it; the warpgroup goes on to its next tile while the last store
+// drains.
+//
+// Per atom: the storing thread waits until its earlier stores have read the staging atom, a
+// warpgroup barrier passes that on, every thread writes its pairs and fences them to the async
+// proxy, a second barrier, and the storing thread issues the box and commits it. Before the
+// warpgroup exits, the storing thread waits for all its stores (finish_wgrad_tma_stores).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/common/contract.h"
+#include "kernels/sm90/wgrad_store_layout_sm90.h"
+#include "ptx/barrier.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/smem.cuh"
+#include "ptx/tma.cuh"
+
+namespace ggemm::sm90 {
+
+// What one warpgroup's TMA-store epilogue needs besides the accumulators.
+struct WgradTmaStore {
+    const CUtensorMap* out_map;  // the dense output: dims {Q, P, L}, box {128 bytes of Q, 64, 1}
+    const uint8_t* atom;         // the warpgroup's staging atom (1024-byte aligned)
+    uint32_t atom_addr;          // the same, as a shared-window address
+    uint32_t barrier;            // the warpgroup's named barrier
+    int32_t p;
+    int32_t q;
+    int32_t row_begin;           // the warpgroup's first row of P
+    int32_t q_begin;             // the tile's first column
+    int32_t expert;
+    float alpha;
+};
+
+// A pair of values rounded once (nearest even) to T and packed as the bytes T stores.
+template <class T>
+__device__ __forceinline__ uint32_t packed_pair(float x, float y) {
+    if constexpr (std::is_same_v<T, __half>) {
+        const __half2 h = __floats2half2_rn(x, y);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    }
+}
+
+// Writes the thread's pairs of atom `a` (columns a * kAtomColumns ..) of the tile into the
+// staging atom: acc * alpha in fp32 (explicit _rn: no contraction), then rounded to T.
+template <class T, int kTileQ>
+__device__ __forceinline__ void write_wgrad_atom(const WgradTmaStore& e, const float (&acc)[kTileQ / 2], int a) {
+    constexpr int kBytes = static_cast<int>(sizeof(T));
+    constexpr int kGroups = wgrad_atom_columns(kBytes) / 8;
+    const int thread = threadIdx.x % 128;
+    const int top = wgrad_pair_row(thread, 0), bottom = wgrad_pair_row(thread, 1);
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+        const int j = a * kGroups + g;  // the 8-column group of the tile
+        const int column = wgrad_pair_column(thread, g);
+        const float t0 = __fmul_rn(acc[4 * j], e.alpha), t1 = __fmul_rn(acc[4 * j + 1], e.alpha);
+        const float b0 = __fmul_rn(acc[4 * j + 2], e.alpha), b1 = __fmul_rn(acc[4 * j + 3], e.alpha);
+        const uint32_t top_at = e.atom_addr + wgrad_pair_offset(top, column, kBytes);
+        const uint32_t bottom_at = e.atom_addr + wgrad_pair_offset(bottom, column, kBytes);
+        if constexpr (std::is_same_v<T, float>) {
+            ptx::st_shared_v2_b32(top_at, __float_as_uint(t0), __float_as_uint(t1));
+            ptx::st_shared_v2_b32(bottom_at, __float_as_uint(b0), __float_as_uint(b1));
+        } else {
+            ptx::st_shared_b32(top_at, packed_pair<T>(t0, t1));
+            ptx::st_shared_b32(bottom_at, packed_pair<T>(b0, b1));
+        }
+    }
+}
+
+template <class T, int kTileQ>
+__device__ __forceinline__ void store_wgrad_atoms(const WgradTmaStore& e, const float (&acc)[kTileQ / 2]) {
+    constexpr int kAtomColumns = wgrad_atom_columns(static_cast<int>(sizeof(T)));
+    constexpr int kAtoms = kTileQ / kAtomColumns;
+    static_assert(kTileQ % kAtomColumns == 0, "whole atoms");
+    const bool storer = threadIdx.x % 128 == 0;
+    if (e.row_begin >= e.p) return;  // a P tail that leaves the warpgroup no rows: nothing to store
+#pragma unroll
+    for (int a = 0; a < kAtoms; ++a) {
+        const int32_t column = e.q_begin + a * kAtomColumns;
+        if (column >= e.q) break;  // Q tail: nothing left of the tile
+        // The staging atom is free once the store that last read it has done so.
+        if (storer) ptx::tma_store_wait_read<0>();
+        ptx::named_barrier_sync(e.barrier, 128);
+        write_wgrad_atom<T, kTileQ>(e, acc, a);
+        ptx::fence_proxy_async_shared();  // this thread's st.shared, before the TMA reads them
+        ptx::named_barrier_sync(e.barrier, 128);
+        if (storer) {
+            ptx::tma_store_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+            ptx::tma_store_commit();
+        }
+    }
+}
+
+template <int kTileQ>
+__device__ __forceinline__ void store_wgrad_tile_tma(const WgradTmaStore& e, int32_t dtype,
+                                                     const float (&acc)[kTileQ / 2]) {
+    switch (dtype) {
+        case kBF16: store_wgrad_atoms<__nv_bfloat16, kTileQ>(e, acc); break;
+        case kFP16: store_wgrad_atoms<__half, kTileQ>(e, acc); break;
+        default: store_wgrad_atoms<float, kTileQ>(e, acc); break;
+    }
+}
+
+// Before the warpgroup exits: its shared memory must outlive the reads, and the output must be
+// written when the kernel ends.
+__device__ __forceinline__ void finish_wgrad_tma_stores() {
+    if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();
+}
+
+}  // namespace ggemm::sm90
