@@ -132,14 +132,8 @@ def _grouped_gemm_fake(a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, c_dty
     return d, c
 
 
-def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
-            dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, weight_layout):
-    """The torch.compile path: shape rules on the symbolic tensors, natural views, the op."""
-    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
-                               addresses=False,
-                               weight_layout=rules.weight_layout_code(weight_layout))
-    rules.output_code(DTYPES, "c_dtype", c_dtype)
-    rules.output_code(DTYPES, "d_dtype", d_dtype)
+def _natural_views(ops, a, prob, b, bias):
+    """The natural layouts of operands given as the specification's views (same memory)."""
     if ops.spec_a:
         a = a.select(2, 0)
     if ops.spec_prob:
@@ -148,13 +142,48 @@ def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype
         b = b.permute(2, 0, 1)
     if bias is not None and ops.spec_bias:
         bias = bias.t()
-    d, c = _grouped_gemm_op(a, padded_offsets, alpha, prob, b, b_ptrs, bias, ops.n, c_dtype,
-                            d_dtype, bool(generate_c), bool(dynamic_sched), int(tile_m),
-                            int(tile_n), int(cluster_m), int(sm_margin), weight_layout)
+    return a, prob, b, bias
+
+
+def _result(ops, d, c, generate_c):
+    """Outputs in the layout a came in; c None unless generated."""
     if ops.spec_a:
         d = d.unsqueeze(-1)
         c = c.unsqueeze(-1) if generate_c else c
     return GroupedGemmResult(d, c if generate_c else None)
+
+
+def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
+            dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, weight_layout):
+    """The torch.compile path: shape rules on the symbolic tensors, natural views, the op."""
+    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
+                               addresses=False,
+                               weight_layout=rules.weight_layout_code(weight_layout))
+    rules.output_code(DTYPES, "c_dtype", c_dtype)
+    rules.output_code(DTYPES, "d_dtype", d_dtype)
+    a, prob, b, bias = _natural_views(ops, a, prob, b, bias)
+    d, c = _grouped_gemm_op(a, padded_offsets, alpha, prob, b, b_ptrs, bias, ops.n, c_dtype,
+                            d_dtype, bool(generate_c), bool(dynamic_sched), int(tile_m),
+                            int(tile_n), int(cluster_m), int(sm_margin), weight_layout)
+    return _result(ops, d, c, generate_c)
+
+
+def _wants_grad(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _differentiable(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
+                    generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status,
+                    weight_layout):
+    """The eager call when an input requires grad: the autograd function on natural views."""
+    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
+                               weight_layout=rules.weight_layout_code(weight_layout))
+    a, prob, b, bias = _natural_views(ops, a, prob, b, bias)
+    d, c = _autograd.GroupedGemmFunction.apply(
+        a, padded_offsets, alpha, prob, b, b_ptrs, bias, ops.n, c_dtype, d_dtype,
+        bool(generate_c), bool(dynamic_sched), int(tile_m), int(tile_n), int(cluster_m),
+        int(sm_margin), check_status, weight_layout)
+    return _result(ops, d, c, generate_c)
 
 
 def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
@@ -176,7 +205,11 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     rows at or past padded_offsets[-1] of d and c are not written (torch.empty leaves them as
     the allocator had them). check_status=True reads the device status word after the call
     (synchronizing; not allowed during CUDA-graph capture or torch.compile) and raises
-    GgemmError on bad offsets or weight pointers."""
+    GgemmError on bad offsets or weight pointers.
+
+    Autograd: with inputs that require grad, gradients reach a, b (dense weights only), prob,
+    alpha and bias, computed by ggemm's own GEMMs (docs/python.md, "Autograd"); gradients of
+    rows at or past padded_offsets[-1] are zero."""
     if torch.compiler.is_compiling():
         if check_status:
             raise ValueError("check_status: expected False under torch.compile (reading the "
@@ -184,6 +217,10 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
         return _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                        generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin,
                        weight_layout)
+    if _wants_grad(a, alpha, prob, b, bias):
+        return _differentiable(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype,
+                               d_dtype, generate_c, dynamic_sched, tile_m, tile_n, cluster_m,
+                               sm_margin, check_status, weight_layout)
     return _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                   generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status,
                   weight_layout)
@@ -426,3 +463,7 @@ def wgrad(x1, x2, padded_offsets, alpha=None, out=None, *, out_dtype=torch.float
     if status_word:
         status_word.raise_if_set()
     return result
+
+
+# The autograd formulas (the eager Function and the custom op's), which use the functions above.
+from . import _autograd  # noqa: E402
