@@ -24,6 +24,7 @@
 #   PEERS_ARGS        peers.py arguments besides --lib/--out (default: --full-epilogue)
 #   STEADY_ARGS       steady_clock.py arguments besides --lib/--out (default: none)
 #   BACKWARD_ARGS     backward.py arguments besides --lib/--out (default: none)
+#   WGRAD_ARGS        wgrad.py arguments besides --lib/--out (default: none)
 #   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck synccheck initcheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
@@ -58,6 +59,7 @@ SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
 STEADY_ARGS=${STEADY_ARGS:-}
 BACKWARD_ARGS=${BACKWARD_ARGS:-}
+WGRAD_ARGS=${WGRAD_ARGS:-}
 BENCH_ARGS=${BENCH_ARGS:-}
 CMAKE_ARGS=${CMAKE_ARGS:-}
 SCRATCH=$(mktemp -d /tmp/gpu_run.XXXXXX)
@@ -256,7 +258,8 @@ stage_backward() {
 stage_wgrad() {
   local lib="$BUILD_DIR/libggemm.so"
   built "$lib" || return 1
-  SHOW_LINES=30 run_logged wgrad.log env PYTHONUNBUFFERED=1 python3 bench/wgrad.py --lib "$lib" --out "$OUT"
+  # shellcheck disable=SC2086  # WGRAD_ARGS is a list of arguments
+  SHOW_LINES=30 run_logged wgrad.log env PYTHONUNBUFFERED=1 python3 bench/wgrad.py --lib "$lib" --out "$OUT" $WGRAD_ARGS
   local rc=$?
   NOTE=$(grep -E "^geomean|^FAILED" "$OUT/wgrad.log" | tr '\n' ' ')
   return "$rc"
