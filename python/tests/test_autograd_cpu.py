@@ -7,8 +7,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed")
 import ggemm._autograd as ag  # noqa: E402
 import ggemm.torch as gt  # noqa: E402
-from autograd_reference import (EMPTY_EXPERT, LAST, M, N, K, OFFSETS, make_problem,  # noqa: E402
-                                reference_gradients, relative_error)
+from autograd_reference import (EMPTY_EXPERT, LAST, M, N, K, make_problem,  # noqa: E402
+                                reference_forward, reference_gradients, relative_error)
 
 NAN = float("nan")
 
@@ -117,6 +117,40 @@ def test_only_the_asked_gradients_are_computed(standins):
     grads = ag.gradients(p["grad_d"], None, p["a"], p["padded_offsets"], p["alpha"], p["prob"],
                          p["b"], None, None, N, False, "k_major", True, False, False, False, False)
     assert grads[0] is not None and grads[1:] == (None, None, None, None)
+
+
+def standin_forward(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
+                    generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status,
+                    weight_layout):
+    """The forward in fp64, rows past the last offset NaN (unwritten)."""
+    d, c = reference_forward(a.double(), b.double(), padded_offsets, alpha.double(),
+                             prob.double(), bias.double() if bias is not None else None,
+                             weight_layout)
+    d[LAST:], c[LAST:] = NAN, NAN
+    return gt.GroupedGemmResult(d.to(d_dtype), c.to(c_dtype) if generate_c else None)
+
+
+@pytest.mark.parametrize("generate_c", [False, True])
+def test_the_eager_function_hands_each_input_its_gradient(standins, monkeypatch, generate_c):
+    """GroupedGemmFunction with the forward stood in for too: its saved state and the order of
+    the gradients it returns, against autograd of the reference."""
+    monkeypatch.setattr(gt, "_eager", standin_forward)
+    p = make_problem(seed=4, bias_dtype=torch.float32, device="cpu")
+    leaves = {name: p[name].clone().requires_grad_() for name in NAMES}
+    d, c = ag.GroupedGemmFunction.apply(leaves["a"], p["padded_offsets"], leaves["alpha"],
+                                        leaves["prob"], leaves["b"], None, leaves["bias"], None,
+                                        torch.float32, torch.bfloat16, generate_c, False, 0, 0, 0,
+                                        0, False, "k_major")
+    assert d.shape == (M, N) and (c.shape == (M, N) if generate_c else c.shape == (0,))
+    outputs, upstream = [d], [p["grad_d"].to(torch.bfloat16)]
+    if generate_c:
+        outputs.append(c)
+        upstream.append(p["grad_c"])
+    grads = dict(zip(NAMES, torch.autograd.grad(outputs, list(leaves.values()), upstream)))
+    ref = reference_gradients(p, list(NAMES), generate_c, "k_major")
+    for name in NAMES:
+        err = relative_error(grads[name], ref[name])
+        assert err < max(BOUNDS[name], 1e-5), f"d{name}: relative error {err}"
 
 
 # --- the ops -----------------------------------------------------------------------------------
