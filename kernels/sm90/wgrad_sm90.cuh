@@ -34,7 +34,7 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
-#include "ptx/wgmma_mma_mn.cuh"
+#include "ptx/wgmma_mma.cuh"
 
 namespace ggemm::sm90 {
 
@@ -181,7 +181,7 @@ template <class Cfg>
 __device__ __forceinline__ void wgrad_main_loop(WgradSharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup,
                                                 int lane, float (&acc)[Cfg::kTileQ / 2], uint32_t& stage,
                                                 uint32_t& phase) {
-    using Mma = ptx::WgmmaMnMajor<Cfg::kTileQ>;
+    using Mma = ptx::Wgmma<Cfg::kTileQ, /*kTransposeB=*/1, /*kTransposeA=*/1>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);

@@ -1,11 +1,11 @@
-// Probe of ptx/wgmma_mma_mn.cuh for tests/sass/check_sass.sh: one kernel per width of the MN-major
-// (transposed) wgmma the weight gradient uses, so that each wrapper's asm assembles for sm_90a to
-// an HGMMA with both operands transposed. Compile-only; never launched.
+// Probe of ptx/wgmma_mma.cuh's MN-major forms for tests/sass/check_sass.sh: one kernel per width
+// of the (transposed) wgmma the weight gradient uses, so that each wrapper's asm assembles for
+// sm_90a to an HGMMA with both operands transposed. Compile-only; never launched.
 #include <cstdint>
 
 #include "ptx/common.cuh"
 #include "ptx/wgmma.cuh"
-#include "ptx/wgmma_mma_mn.cuh"
+#include "ptx/wgmma_mma.cuh"
 
 using namespace ggemm::ptx;
 
@@ -19,7 +19,7 @@ __global__ void __launch_bounds__(128, 1) ptx_wrappers_sm90_wgmma_mn(float* out)
     wgmma_fence();
     const uint64_t desc_a = wgmma_smem_desc(smem_addr(a), 8192, 1024, WgmmaSwizzle::k128B);
     const uint64_t desc_b = wgmma_smem_desc(smem_addr(b), 8192, 1024, WgmmaSwizzle::k128B);
-    WgmmaMnMajor<N>::mma(acc, desc_a, desc_b, 0u);
+    Wgmma<N, /*kTransposeB=*/1, /*kTransposeA=*/1>::mma(acc, desc_a, desc_b, 0u);
     wgmma_commit();
     wgmma_wait<0>();
     float sum = 0.f;
