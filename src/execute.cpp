@@ -87,6 +87,21 @@ ggemm_status_t make_context_current(int device) noexcept {
                 cudaGetErrorString(error));
 }
 
+ggemm_status_t clear_tile_counter(void* workspace, cudaStream_t stream) noexcept {
+    const cudaError_t error = cudaMemsetAsync(workspace, 0, kWorkspaceCounterBytes, stream);
+    if (error == cudaSuccess) return GGEMM_SUCCESS;
+    cudaGetLastError();
+    return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(tile counter in args->workspace) failed: %s (%s)",
+                cudaGetErrorName(error), cudaGetErrorString(error));
+}
+
+ggemm_status_t launch_status(cudaError_t error, const char* kernel, int32_t grid) noexcept {
+    if (error == cudaSuccess) return GGEMM_SUCCESS;
+    cudaGetLastError();
+    return fail(GGEMM_ERROR_CUDA, "launching kernel %s (grid %d) failed: %s (%s)", kernel, grid,
+                cudaGetErrorName(error), cudaGetErrorString(error));
+}
+
 KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noexcept {
     const ggemm_plan_desc& desc = plan.desc;
     const bool discrete = desc.weight_mode == GGEMM_WEIGHTS_DISCRETE;
@@ -179,25 +194,13 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     // The dynamic scheduler claims tiles from the counter (src/workspace.h): it must
     // read zero at every launch, in stream order.
     if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC) {
-        const cudaError_t error = cudaMemsetAsync(args.workspace, 0, kWorkspaceCounterBytes, stream);
-        if (error != cudaSuccess) {
-            cudaGetLastError();
-            return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(tile counter in args->workspace) failed: %s (%s)",
-                        cudaGetErrorName(error), cudaGetErrorString(error));
-        }
+        status = clear_tile_counter(args.workspace, stream);
+        if (status != GGEMM_SUCCESS) return status;
     }
     params.args = make_kernel_args(plan, args);
     params.b_ptrs = desc.weight_mode == GGEMM_WEIGHTS_DISCRETE ? args.b_ptrs : nullptr;
     params.grid = plan.grid;
-    // Every variant's launch (src/launch.cuh) returns its own launch's error: asking
-    // cudaGetLastError after a success could report an older error for work that was enqueued.
-    const cudaError_t error = variant.launch(params, stream);
-    if (error != cudaSuccess) {
-        cudaGetLastError();
-        return fail(GGEMM_ERROR_CUDA, "launching kernel %s (grid %d) failed: %s (%s)", variant.name,
-                    plan.grid, cudaGetErrorName(error), cudaGetErrorString(error));
-    }
-    return GGEMM_SUCCESS;
+    return launch_status(variant.launch(params, stream), variant.name, plan.grid);
 }
 
 }  // namespace ggemm

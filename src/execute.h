@@ -24,6 +24,13 @@ ggemm_status_t current_device(int* device) noexcept;
 // driver, in the current context), or GGEMM_ERROR_CUDA with the reason.
 ggemm_status_t make_context_current(int device) noexcept;
 
+// Zeroes the dynamic scheduler's tile counter at the start of the workspace, in stream order.
+ggemm_status_t clear_tile_counter(void* workspace, cudaStream_t stream) noexcept;
+// GGEMM_SUCCESS, or GGEMM_ERROR_CUDA naming the kernel, its grid and the launch's own error
+// (each variant's launch returns that error: cudaGetLastError after a success could report an
+// older error for work that was enqueued).
+ggemm_status_t launch_status(cudaError_t error, const char* kernel, int32_t grid) noexcept;
+
 // ggemm_execute's body; the one-shot call passes its descriptor's m_capacity. Nothing is
 // enqueued unless every check passes.
 ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args, int64_t m_capacity,

@@ -19,9 +19,6 @@
 
 namespace ggemm {
 
-namespace {
-
-void appendf(std::string* text, const char* format, ...) __attribute__((format(printf, 2, 3)));
 void appendf(std::string* text, const char* format, ...) {
     char line[512];
     va_list arguments;
@@ -30,6 +27,8 @@ void appendf(std::string* text, const char* format, ...) {
     va_end(arguments);
     text->append(line);
 }
+
+namespace {
 
 struct Candidate {
     const KernelVariant* variant;

@@ -14,6 +14,9 @@
 
 namespace ggemm {
 
+// Appends one printf-formatted line (at most 511 characters) to a plan's description.
+void appendf(std::string* text, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
 // What a plan computes: the forward grouped GEMM (ggemm_plan_create, ggemm_execute) or the
 // weight gradient (ggemm_wgrad_plan_create, ggemm_wgrad_execute). Each execute refuses the
 // other kind.

@@ -35,22 +35,6 @@ bool is_output_dtype(int32_t dtype) {
     return dtype == GGEMM_DTYPE_BF16 || dtype == GGEMM_DTYPE_FP16 || dtype == GGEMM_DTYPE_FP32;
 }
 
-// N and K share one rule: at least one 16-byte row of bf16, whole 16-byte rows, and room for a
-// tile past the end in int32 (the kernels round N and K up to their tiles in int32).
-constexpr int64_t kMaxExtent = 2147483392;  // INT32_MAX - 255, rounded down to a multiple of 8
-ggemm_status_t check_extent(const char* name, int64_t value) {
-    if (value < 8) return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be >= 8, got %lld", name, (ll)value);
-    if (value % 8 != 0) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE,
-                    "desc->%s must be a multiple of 8 (16-byte rows of bf16), got %lld", name, (ll)value);
-    }
-    if (value > kMaxExtent) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be <= %lld, got %lld", name, (ll)kMaxExtent,
-                    (ll)value);
-    }
-    return GGEMM_SUCCESS;
-}
-
 // The distinct values of one variant field among the variants of `arch`, ascending.
 struct ValueSet {
     int32_t values[32];
@@ -99,13 +83,145 @@ ggemm_status_t check_override(const char* name, int32_t value, VariantList varia
                 name, value, arch, list);
 }
 
-struct PointerRule {
-    const char* name;
-    const void* pointer;
-    uint64_t alignment;
-};
-
 }  // namespace
+
+// N and K (P and Q of the weight gradient) share one rule: at least one 16-byte row of bf16,
+// whole 16-byte rows, and room for a tile past the end in int32 (the kernels round them up to
+// their tiles in int32).
+constexpr int64_t kMaxExtent = 2147483392;  // INT32_MAX - 255, rounded down to a multiple of 8
+ggemm_status_t check_extent(const char* name, int64_t value) noexcept {
+    if (value < 8) return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be >= 8, got %lld", name, (ll)value);
+    if (value % 8 != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE,
+                    "desc->%s must be a multiple of 8 (16-byte rows of bf16), got %lld", name, (ll)value);
+    }
+    if (value > kMaxExtent) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be <= %lld, got %lld", name, (ll)kMaxExtent,
+                    (ll)value);
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t check_experts_and_capacity(int32_t num_experts, int64_t m_capacity) noexcept {
+    if (num_experts < 1 || num_experts > kMaxExperts) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->num_experts (L) must be in 1..%d, got %d",
+                    kMaxExperts, num_experts);
+    }
+    if (m_capacity < kSegmentAlignment) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be >= %lld, got %lld",
+                    (ll)kSegmentAlignment, (ll)m_capacity);
+    }
+    if (m_capacity % kSegmentAlignment != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be a multiple of %lld, got %lld",
+                    (ll)kSegmentAlignment, (ll)m_capacity);
+    }
+    if (m_capacity > kMaxMCapacity) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE,
+                    "desc->m_capacity must be <= %lld (row offsets are int32), got %lld",
+                    (ll)kMaxMCapacity, (ll)m_capacity);
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t check_device_arch(int32_t device, const DeviceInfo& info, int32_t* arch) noexcept {
+    if (!info.present) {
+        return fail(GGEMM_ERROR_NO_DEVICE, "no CUDA device is available: %s (desc->device = %d)",
+                    info.absence_reason, device);
+    }
+    if (device < 0 || device >= info.count) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->device = %d is not a CUDA device ordinal: %d device%s visible (0..%d)",
+                    device, info.count, info.count == 1 ? " is" : "s are", info.count - 1);
+    }
+    *arch = arch_of(info);
+    if (*arch == 0) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_ARCH,
+                    "device %d (%s) has compute capability %d.%d; ggemm runs only on SM90 (compute "
+                    "capability 9.0, sm_90a) and SM100 (10.0, sm_100a)",
+                    device, info.name, info.cc_major, info.cc_minor);
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t check_sm_margin(int32_t sm_margin, int32_t device, const DeviceInfo& info) noexcept {
+    if (sm_margin >= info.sm_count) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->sm_margin must be in [0, %d) (device %d has %d SMs), got %d",
+                    info.sm_count, device, info.sm_count, sm_margin);
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t check_args_m(int64_t m, int64_t m_capacity) noexcept {
+    if (m < 0) return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be >= 0, got %lld", (ll)m);
+    if (m % kSegmentAlignment != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be a multiple of %lld, got %lld",
+                    (ll)kSegmentAlignment, (ll)m);
+    }
+    if (m > m_capacity) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m = %lld is larger than m_capacity = %lld",
+                    (ll)m, (ll)m_capacity);
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t check_alignment(const PointerRule* rules, int count) noexcept {
+    for (int i = 0; i < count; ++i) {
+        const PointerRule& rule = rules[i];
+        if (rule.pointer != nullptr && reinterpret_cast<uintptr_t>(rule.pointer) % rule.alignment != 0) {
+            return fail(GGEMM_ERROR_MISALIGNED, "args->%s = %p is not %llu-byte aligned", rule.name,
+                        rule.pointer, (unsigned long long)rule.alignment);
+        }
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t check_workspace(uint64_t needed, const void* workspace, uint64_t workspace_size) noexcept {
+    if (needed == 0) return GGEMM_SUCCESS;
+    if (workspace == nullptr) {
+        return fail(GGEMM_ERROR_WORKSPACE,
+                    "args->workspace is NULL but the plan needs %llu bytes (ggemm_plan_workspace_size)",
+                    (unsigned long long)needed);
+    }
+    // The per-expert tensor maps of discrete mode need 64 B; the tile counter gets its own
+    // 128-byte line. cudaMalloc returns 256-byte aligned memory.
+    if (reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment != 0) {
+        return fail(GGEMM_ERROR_WORKSPACE, "args->workspace = %p is not %llu-byte aligned", workspace,
+                    (unsigned long long)kWorkspaceAlignment);
+    }
+    if (workspace_size < needed) {
+        return fail(GGEMM_ERROR_WORKSPACE,
+                    "args->workspace_size = %llu is smaller than the %llu bytes the plan needs",
+                    (unsigned long long)workspace_size, (unsigned long long)needed);
+    }
+    return GGEMM_SUCCESS;
+}
+
+ggemm_status_t check_residency(const PointerRule* rules, int count, const void* workspace, uint64_t needed,
+                               int32_t current_device, int32_t device, const PointerOracle& oracle) noexcept {
+    if (current_device != device) {
+        return fail(GGEMM_ERROR_WRONG_DEVICE,
+                    "the current CUDA device is %d but the plan runs on device %d: call "
+                    "cudaSetDevice(%d) before executing",
+                    current_device, device, device);
+    }
+    // The only questions that cost a runtime call each.
+    const auto resident = [&](const char* name, const void* pointer) -> ggemm_status_t {
+        const PointerFacts facts = oracle.query(pointer);
+        if (is_memory_of_device(facts, device)) return GGEMM_SUCCESS;
+        char what[160];
+        describe_memory(facts, what, sizeof what);
+        return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
+                    "args->%s = %p is %s; it must be device memory of the plan's device %d (or managed memory)",
+                    name, pointer, what, device);
+    };
+    for (int i = 0; i < count; ++i) {
+        if (rules[i].pointer == nullptr) continue;
+        const ggemm_status_t status = resident(rules[i].name, rules[i].pointer);
+        if (status != GGEMM_SUCCESS) return status;
+    }
+    return needed > 0 ? resident("workspace", workspace) : GGEMM_SUCCESS;
+}
 
 ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
     if (desc.reserved0 != 0) {
@@ -120,24 +236,9 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
                     "GGEMM_WEIGHT_LAYOUT_N_MAJOR (1), got %d",
                     desc.weight_layout);
     }
-    if (desc.num_experts < 1 || desc.num_experts > kMaxExperts) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->num_experts (L) must be in 1..%d, got %d",
-                    kMaxExperts, desc.num_experts);
-    }
-    if (desc.m_capacity < kSegmentAlignment) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be >= %lld, got %lld",
-                    (ll)kSegmentAlignment, (ll)desc.m_capacity);
-    }
-    if (desc.m_capacity % kSegmentAlignment != 0) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be a multiple of %lld, got %lld",
-                    (ll)kSegmentAlignment, (ll)desc.m_capacity);
-    }
-    if (desc.m_capacity > kMaxMCapacity) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE,
-                    "desc->m_capacity must be <= %lld (row offsets are int32), got %lld",
-                    (ll)kMaxMCapacity, (ll)desc.m_capacity);
-    }
-    ggemm_status_t status = check_extent("n", desc.n);
+    ggemm_status_t status = check_experts_and_capacity(desc.num_experts, desc.m_capacity);
+    if (status != GGEMM_SUCCESS) return status;
+    status = check_extent("n", desc.n);
     if (status != GGEMM_SUCCESS) return status;
     status = check_extent("k", desc.k);
     if (status != GGEMM_SUCCESS) return status;
@@ -184,27 +285,11 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
 
 ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const DeviceInfo& device,
                                         VariantList variants) noexcept {
-    if (!device.present) {
-        return fail(GGEMM_ERROR_NO_DEVICE, "no CUDA device is available: %s (desc->device = %d)",
-                    device.absence_reason, desc.device);
-    }
-    if (desc.device < 0 || desc.device >= device.count) {
-        return fail(GGEMM_ERROR_INVALID_VALUE,
-                    "desc->device = %d is not a CUDA device ordinal: %d device%s visible (0..%d)",
-                    desc.device, device.count, device.count == 1 ? " is" : "s are", device.count - 1);
-    }
-    const int32_t arch = arch_of(device);
-    if (arch == 0) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_ARCH,
-                    "device %d (%s) has compute capability %d.%d; ggemm runs only on SM90 (compute "
-                    "capability 9.0, sm_90a) and SM100 (10.0, sm_100a)",
-                    desc.device, device.name, device.cc_major, device.cc_minor);
-    }
-    if (desc.sm_margin >= device.sm_count) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
-                    "desc->sm_margin must be in [0, %d) (device %d has %d SMs), got %d",
-                    device.sm_count, desc.device, device.sm_count, desc.sm_margin);
-    }
+    int32_t arch = 0;
+    ggemm_status_t status = check_device_arch(desc.device, device, &arch);
+    if (status != GGEMM_SUCCESS) return status;
+    status = check_sm_margin(desc.sm_margin, desc.device, device);
+    if (status != GGEMM_SUCCESS) return status;
     int for_arch = 0;
     for (int i = 0; i < variants.count; ++i) for_arch += variants.items[i].arch == arch;
     if (for_arch == 0) {
@@ -220,7 +305,7 @@ ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const Devic
                     weight_layout_name(desc.weight_layout), desc.weight_layout, arch, desc.device, device.name,
                     arch, weight_layout_name(desc.weight_layout));
     }
-    ggemm_status_t status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
+    status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
     if (status != GGEMM_SUCCESS) return status;
     status = check_override("tile_n", desc.tile_n, variants, arch, &KernelVariant::tile_n);
     if (status != GGEMM_SUCCESS) return status;
@@ -269,16 +354,8 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
     if (args.reserved0 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "args->reserved0 must be 0, got %u", args.reserved0);
     }
-    // --- M --------------------------------------------------------------------------------
-    if (args.m < 0) return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be >= 0, got %lld", (ll)args.m);
-    if (args.m % kSegmentAlignment != 0) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be a multiple of %lld, got %lld",
-                    (ll)kSegmentAlignment, (ll)args.m);
-    }
-    if (args.m > m_capacity) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m = %lld is larger than m_capacity = %lld",
-                    (ll)args.m, (ll)m_capacity);
-    }
+    ggemm_status_t status = check_args_m(args.m, m_capacity);
+    if (status != GGEMM_SUCCESS) return status;
     // --- required pointers ----------------------------------------------------------------
     const PointerRule required[] = {
         {"a", args.a, 0}, {"padded_offsets", args.padded_offsets, 0},
@@ -324,68 +401,19 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
         return fail(GGEMM_ERROR_WEIGHT_SOURCE,
                     "args->b is set but the plan uses %s and leave b NULL", mode);
     }
-    // --- alignment ------------------------------------------------------------------------
     PointerRule pointers[kPointerRules];
     pointer_rules(desc, args, pointers);
-    for (const PointerRule& rule : pointers) {
-        if (rule.pointer != nullptr && reinterpret_cast<uintptr_t>(rule.pointer) % rule.alignment != 0) {
-            return fail(GGEMM_ERROR_MISALIGNED, "args->%s = %p is not %llu-byte aligned", rule.name,
-                        rule.pointer, (unsigned long long)rule.alignment);
-        }
-    }
-    // --- workspace ------------------------------------------------------------------------
-    const bool needs_workspace = plan.workspace_bytes > 0;
-    if (needs_workspace) {
-        if (args.workspace == nullptr) {
-            return fail(GGEMM_ERROR_WORKSPACE,
-                        "args->workspace is NULL but the plan needs %llu bytes (ggemm_plan_workspace_size)",
-                        (unsigned long long)plan.workspace_bytes);
-        }
-        // The per-expert tensor maps of discrete mode need 64 B; the tile counter gets its own
-        // 128-byte line. cudaMalloc returns 256-byte aligned memory.
-        if (reinterpret_cast<uintptr_t>(args.workspace) % kWorkspaceAlignment != 0) {
-            return fail(GGEMM_ERROR_WORKSPACE, "args->workspace = %p is not %llu-byte aligned",
-                        args.workspace, (unsigned long long)kWorkspaceAlignment);
-        }
-        if (args.workspace_size < plan.workspace_bytes) {
-            return fail(GGEMM_ERROR_WORKSPACE,
-                        "args->workspace_size = %llu is smaller than the %llu bytes the plan needs",
-                        (unsigned long long)args.workspace_size,
-                        (unsigned long long)plan.workspace_bytes);
-        }
-    }
-    return GGEMM_SUCCESS;
+    status = check_alignment(pointers, kPointerRules);
+    if (status != GGEMM_SUCCESS) return status;
+    return check_workspace(plan.workspace_bytes, args.workspace, args.workspace_size);
 }
 
 ggemm_status_t validate_args_for_device(const ggemm_plan& plan, const ggemm_args& args,
                                         int32_t current_device, const PointerOracle& oracle) noexcept {
-    const ggemm_plan_desc& desc = plan.desc;
-    const bool needs_workspace = plan.workspace_bytes > 0;
     PointerRule pointers[kPointerRules];
-    pointer_rules(desc, args, pointers);
-    // --- device ---------------------------------------------------------------------------
-    if (current_device != desc.device) {
-        return fail(GGEMM_ERROR_WRONG_DEVICE,
-                    "the current CUDA device is %d but the plan runs on device %d: call "
-                    "cudaSetDevice(%d) before executing",
-                    current_device, desc.device, desc.device);
-    }
-    // --- residency: the only questions that cost a runtime call each ------------------------
-    const auto resident = [&](const char* name, const void* pointer) -> ggemm_status_t {
-        const PointerFacts facts = oracle.query(pointer);
-        if (is_memory_of_device(facts, desc.device)) return GGEMM_SUCCESS;
-        char what[160];
-        describe_memory(facts, what, sizeof what);
-        return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
-                    "args->%s = %p is %s; it must be device memory of the plan's device %d (or managed memory)",
-                    name, pointer, what, desc.device);
-    };
-    for (const PointerRule& rule : pointers) {
-        if (rule.pointer == nullptr) continue;
-        const ggemm_status_t status = resident(rule.name, rule.pointer);
-        if (status != GGEMM_SUCCESS) return status;
-    }
-    return needs_workspace ? resident("workspace", args.workspace) : GGEMM_SUCCESS;
+    pointer_rules(plan.desc, args, pointers);
+    return check_residency(pointers, kPointerRules, args.workspace, plan.workspace_bytes, current_device,
+                           plan.desc.device, oracle);
 }
 
 }  // namespace ggemm

@@ -48,6 +48,31 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
 ggemm_status_t validate_args_for_device(const ggemm_plan& plan, const ggemm_args& args,
                                         int32_t current_device, const PointerOracle& oracle) noexcept;
 
+// The rules both plan kinds (the forward, the weight gradient) share, each failing with the
+// message that names the field, the value and the rule.
+struct PointerRule {
+    const char* name;      // as in the args struct
+    const void* pointer;
+    uint64_t alignment;
+};
+// desc->name: >= 8, a multiple of 8, at most 2147483392.
+ggemm_status_t check_extent(const char* name, int64_t value) noexcept;
+// desc->num_experts in 1..kMaxExperts; desc->m_capacity a positive multiple of 256 below 2^31.
+ggemm_status_t check_experts_and_capacity(int32_t num_experts, int64_t m_capacity) noexcept;
+// The device is present, `device` is one of its ordinals, and its arch is SM90 or SM100 (*arch).
+ggemm_status_t check_device_arch(int32_t device, const DeviceInfo& info, int32_t* arch) noexcept;
+ggemm_status_t check_sm_margin(int32_t sm_margin, int32_t device, const DeviceInfo& info) noexcept;
+// args->m: >= 0, a multiple of 256, at most m_capacity.
+ggemm_status_t check_args_m(int64_t m, int64_t m_capacity) noexcept;
+// Each non-NULL pointer aligned as its rule says.
+ggemm_status_t check_alignment(const PointerRule* rules, int count) noexcept;
+// A workspace of `needed` bytes (none when 0): present, 128-byte aligned, large enough.
+ggemm_status_t check_workspace(uint64_t needed, const void* workspace, uint64_t workspace_size) noexcept;
+// The current device is the plan's, and every non-NULL pointer (and the workspace, when needed)
+// is memory of that device, asked of `oracle`.
+ggemm_status_t check_residency(const PointerRule* rules, int count, const void* workspace, uint64_t needed,
+                               int32_t current_device, int32_t device, const PointerOracle& oracle) noexcept;
+
 // "BF16", "FP16", "FP32", "NONE" or "unknown".
 const char* dtype_name(int32_t dtype) noexcept;
 

@@ -100,22 +100,12 @@ ggemm_status_t execute_wgrad_plan(const ggemm_plan& plan, const ggemm_wgrad_args
     // The kernel always runs, M = 0 included (overwrite mode writes zeros for empty experts), and
     // its CTA 0 writes the status word whole: nothing to clear here.
     if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC) {
-        const cudaError_t error = cudaMemsetAsync(args.workspace, 0, kWorkspaceCounterBytes, stream);
-        if (error != cudaSuccess) {
-            cudaGetLastError();
-            return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(tile counter in args->workspace) failed: %s (%s)",
-                        cudaGetErrorName(error), cudaGetErrorString(error));
-        }
+        status = clear_tile_counter(args.workspace, stream);
+        if (status != GGEMM_SUCCESS) return status;
     }
     params.args = make_wgrad_kernel_args(plan, args);
     params.grid = plan.grid;
-    const cudaError_t error = variant.launch(params, stream);
-    if (error != cudaSuccess) {
-        cudaGetLastError();
-        return fail(GGEMM_ERROR_CUDA, "launching kernel %s (grid %d) failed: %s (%s)", variant.name, plan.grid,
-                    cudaGetErrorName(error), cudaGetErrorString(error));
-    }
-    return GGEMM_SUCCESS;
+    return launch_status(variant.launch(params, stream), variant.name, plan.grid);
 }
 
 }  // namespace ggemm

@@ -1,7 +1,6 @@
 // The weight-gradient planner and ggemm_wgrad_plan_create.
 #include "src/wgrad_plan.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,16 +18,6 @@
 namespace ggemm {
 
 namespace {
-
-void appendf(std::string* text, const char* format, ...) __attribute__((format(printf, 2, 3)));
-void appendf(std::string* text, const char* format, ...) {
-    char line[512];
-    va_list arguments;
-    va_start(arguments, format);
-    std::vsnprintf(line, sizeof line, format, arguments);
-    va_end(arguments);
-    text->append(line);
-}
 
 // The fraction of computed Q columns that are kept: the last tile along Q is partly padding.
 double column_use(int64_t q, int32_t tile_q) {

@@ -15,29 +15,6 @@ namespace {
 
 using ll = long long;
 
-// P and Q: at least one 16-byte row of bf16, whole 16-byte rows (TMA row strides), and room for
-// a tile past the end in int32 (the kernel's column coordinates).
-constexpr int64_t kMaxWgradExtent = 2147483392;
-
-ggemm_status_t check_wgrad_extent(const char* name, int64_t value) {
-    if (value < 8) return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be >= 8, got %lld", name, (ll)value);
-    if (value % 8 != 0) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE,
-                    "desc->%s must be a multiple of 8 (16-byte rows of bf16), got %lld", name, (ll)value);
-    }
-    if (value > kMaxWgradExtent) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be <= %lld, got %lld", name, (ll)kMaxWgradExtent,
-                    (ll)value);
-    }
-    return GGEMM_SUCCESS;
-}
-
-struct PointerRule {
-    const char* name;
-    const void* pointer;
-    uint64_t alignment;
-};
-
 constexpr int kWgradPointerRules = 7;
 
 void wgrad_pointer_rules(const ggemm_wgrad_args& args, PointerRule (&rules)[kWgradPointerRules]) {
@@ -59,25 +36,11 @@ ggemm_status_t validate_wgrad_desc_fields(const ggemm_wgrad_desc& desc) noexcept
     if (desc.reserved1 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved1 must be 0, got %d", desc.reserved1);
     }
-    if (desc.num_experts < 1 || desc.num_experts > kMaxExperts) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->num_experts (L) must be in 1..%d, got %d", kMaxExperts,
-                    desc.num_experts);
-    }
-    if (desc.m_capacity < kSegmentAlignment) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be >= %lld, got %lld", (ll)kSegmentAlignment,
-                    (ll)desc.m_capacity);
-    }
-    if (desc.m_capacity % kSegmentAlignment != 0) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be a multiple of %lld, got %lld",
-                    (ll)kSegmentAlignment, (ll)desc.m_capacity);
-    }
-    if (desc.m_capacity > kMaxMCapacity) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->m_capacity must be <= %lld (row offsets are int32), got %lld",
-                    (ll)kMaxMCapacity, (ll)desc.m_capacity);
-    }
-    ggemm_status_t status = check_wgrad_extent("p", desc.p);
+    ggemm_status_t status = check_experts_and_capacity(desc.num_experts, desc.m_capacity);
     if (status != GGEMM_SUCCESS) return status;
-    status = check_wgrad_extent("q", desc.q);
+    status = check_extent("p", desc.p);
+    if (status != GGEMM_SUCCESS) return status;
+    status = check_extent("q", desc.q);
     if (status != GGEMM_SUCCESS) return status;
     if (desc.out_dtype != GGEMM_DTYPE_BF16 && desc.out_dtype != GGEMM_DTYPE_FP16 && desc.out_dtype != GGEMM_DTYPE_FP32) {
         return fail(GGEMM_ERROR_INVALID_DTYPE,
@@ -105,32 +68,17 @@ ggemm_status_t validate_wgrad_desc_fields(const ggemm_wgrad_desc& desc) noexcept
 
 ggemm_status_t validate_wgrad_desc_for_device(const ggemm_wgrad_desc& desc, const DeviceInfo& device,
                                               WgradVariantList variants) noexcept {
-    if (!device.present) {
-        return fail(GGEMM_ERROR_NO_DEVICE, "no CUDA device is available: %s (desc->device = %d)", device.absence_reason,
-                    desc.device);
-    }
-    if (desc.device < 0 || desc.device >= device.count) {
-        return fail(GGEMM_ERROR_INVALID_VALUE,
-                    "desc->device = %d is not a CUDA device ordinal: %d device%s visible (0..%d)", desc.device,
-                    device.count, device.count == 1 ? " is" : "s are", device.count - 1);
-    }
-    const int32_t arch = arch_of(device);
-    if (arch == 0) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_ARCH,
-                    "device %d (%s) has compute capability %d.%d; ggemm runs only on SM90 (compute "
-                    "capability 9.0, sm_90a) and SM100 (10.0, sm_100a)",
-                    desc.device, device.name, device.cc_major, device.cc_minor);
-    }
+    int32_t arch = 0;
+    ggemm_status_t status = check_device_arch(desc.device, device, &arch);
+    if (status != GGEMM_SUCCESS) return status;
     if (arch == 100) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
                     "the weight gradient (ggemm_wgrad_plan_create) has no SM100 kernel yet: device %d (%s) is "
                     "compute capability %d.%d; it runs on SM90 (compute capability 9.0) only",
                     desc.device, device.name, device.cc_major, device.cc_minor);
     }
-    if (desc.sm_margin >= device.sm_count) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG, "desc->sm_margin must be in [0, %d) (device %d has %d SMs), got %d",
-                    device.sm_count, desc.device, device.sm_count, desc.sm_margin);
-    }
+    status = check_sm_margin(desc.sm_margin, desc.device, device);
+    if (status != GGEMM_SUCCESS) return status;
     int for_arch = 0;
     for (int i = 0; i < variants.count; ++i) for_arch += variants.items[i].arch == arch;
     if (for_arch == 0) {
@@ -146,16 +94,8 @@ ggemm_status_t validate_wgrad_args_fields(const ggemm_plan& plan, const ggemm_wg
     if (args.reserved0 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "args->reserved0 must be 0, got %u", args.reserved0);
     }
-    // --- M --------------------------------------------------------------------------------
-    if (args.m < 0) return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be >= 0, got %lld", (ll)args.m);
-    if (args.m % kSegmentAlignment != 0) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be a multiple of %lld, got %lld", (ll)kSegmentAlignment,
-                    (ll)args.m);
-    }
-    if (args.m > desc.m_capacity) {
-        return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m = %lld is larger than m_capacity = %lld", (ll)args.m,
-                    (ll)desc.m_capacity);
-    }
+    ggemm_status_t status = check_args_m(args.m, desc.m_capacity);
+    if (status != GGEMM_SUCCESS) return status;
     // --- required pointers ----------------------------------------------------------------
     if (args.padded_offsets == nullptr) {
         return fail(GGEMM_ERROR_NULL_ARGUMENT, "args->padded_offsets is NULL; it is required");
@@ -191,60 +131,19 @@ ggemm_status_t validate_wgrad_args_fields(const ggemm_plan& plan, const ggemm_wg
                         "(GGEMM_WGRAD_OUTPUT_POINTERS)");
         }
     }
-    // --- alignment ------------------------------------------------------------------------
     PointerRule pointers[kWgradPointerRules];
     wgrad_pointer_rules(args, pointers);
-    for (const PointerRule& rule : pointers) {
-        if (rule.pointer != nullptr && reinterpret_cast<uintptr_t>(rule.pointer) % rule.alignment != 0) {
-            return fail(GGEMM_ERROR_MISALIGNED, "args->%s = %p is not %llu-byte aligned", rule.name, rule.pointer,
-                        (unsigned long long)rule.alignment);
-        }
-    }
-    // --- workspace ------------------------------------------------------------------------
-    if (plan.workspace_bytes > 0) {
-        if (args.workspace == nullptr) {
-            return fail(GGEMM_ERROR_WORKSPACE,
-                        "args->workspace is NULL but the plan needs %llu bytes (ggemm_plan_workspace_size)",
-                        (unsigned long long)plan.workspace_bytes);
-        }
-        if (reinterpret_cast<uintptr_t>(args.workspace) % kWorkspaceAlignment != 0) {
-            return fail(GGEMM_ERROR_WORKSPACE, "args->workspace = %p is not %llu-byte aligned", args.workspace,
-                        (unsigned long long)kWorkspaceAlignment);
-        }
-        if (args.workspace_size < plan.workspace_bytes) {
-            return fail(GGEMM_ERROR_WORKSPACE, "args->workspace_size = %llu is smaller than the %llu bytes the plan needs",
-                        (unsigned long long)args.workspace_size, (unsigned long long)plan.workspace_bytes);
-        }
-    }
-    return GGEMM_SUCCESS;
+    status = check_alignment(pointers, kWgradPointerRules);
+    if (status != GGEMM_SUCCESS) return status;
+    return check_workspace(plan.workspace_bytes, args.workspace, args.workspace_size);
 }
 
 ggemm_status_t validate_wgrad_args_for_device(const ggemm_plan& plan, const ggemm_wgrad_args& args,
                                               int32_t current_device, const PointerOracle& oracle) noexcept {
-    const int32_t device = plan.wgrad.desc.device;
-    if (current_device != device) {
-        return fail(GGEMM_ERROR_WRONG_DEVICE,
-                    "the current CUDA device is %d but the plan runs on device %d: call cudaSetDevice(%d) before "
-                    "executing",
-                    current_device, device, device);
-    }
-    const auto resident = [&](const char* name, const void* pointer) -> ggemm_status_t {
-        const PointerFacts facts = oracle.query(pointer);
-        if (is_memory_of_device(facts, device)) return GGEMM_SUCCESS;
-        char what[160];
-        describe_memory(facts, what, sizeof what);
-        return fail(GGEMM_ERROR_NOT_DEVICE_MEMORY,
-                    "args->%s = %p is %s; it must be device memory of the plan's device %d (or managed memory)", name,
-                    pointer, what, device);
-    };
     PointerRule pointers[kWgradPointerRules];
     wgrad_pointer_rules(args, pointers);
-    for (const PointerRule& rule : pointers) {
-        if (rule.pointer == nullptr) continue;
-        const ggemm_status_t status = resident(rule.name, rule.pointer);
-        if (status != GGEMM_SUCCESS) return status;
-    }
-    return plan.workspace_bytes > 0 ? resident("workspace", args.workspace) : GGEMM_SUCCESS;
+    return check_residency(pointers, kWgradPointerRules, args.workspace, plan.workspace_bytes, current_device,
+                           plan.wgrad.desc.device, oracle);
 }
 
 }  // namespace ggemm
