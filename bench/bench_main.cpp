@@ -6,6 +6,8 @@
 //   host/grouped_gemm/<case>       the same through the one-shot call and its plan cache
 //   host/execute_no_launch/<case>  ggemm_execute with M = 0 and no status word: every check and
 //                                  pointer query of a call, without the launch
+//   host/bare_launch/<case>        the same kernel launched with the same arguments, prepared once:
+//                                  what ggemm_execute adds to a launch is host/execute minus this
 //   host/parts/*                   the runtime calls inside one call, one by one (host_parts.cu)
 //
 // Device counters come from the median event time of the iterations: TFLOP/s = 2*M*N*K over
@@ -161,6 +163,7 @@ enum class HostCall {
     kExecute,   // ggemm_execute
     kOneShot,   // ggemm_grouped_gemm (plan cache)
     kNoLaunch,  // ggemm_execute with M = 0 and no status word: every check, no launch, no memset
+    kBareLaunch,  // the plan's kernel, its launch prepared once (Workload::bare_launch)
 };
 
 void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& variant, HostCall call_kind) {
@@ -192,9 +195,17 @@ void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& v
     cudaStreamSynchronize(stream);
     int queued = 0;
     for (auto _ : state) {
-        ggemm_status_t status = one_shot                             ? workload->execute_one_shot(0, stream)
-                                : call_kind == HostCall::kNoLaunch ? workload->execute_no_launch(0, stream)
-                                                                   : workload->execute(0, stream);
+        if (call_kind == HostCall::kBareLaunch) {
+            const cudaError_t error = workload->bare_launch(0, stream);
+            if (error != cudaSuccess) {
+                state.SkipWithError((std::string("bare launch: ") + cudaGetErrorString(error)).c_str());
+                break;
+            }
+        }
+        ggemm_status_t status = call_kind == HostCall::kBareLaunch ? GGEMM_SUCCESS
+                                : one_shot                          ? workload->execute_one_shot(0, stream)
+                                : call_kind == HostCall::kNoLaunch  ? workload->execute_no_launch(0, stream)
+                                                                    : workload->execute(0, stream);
         if (status != GGEMM_SUCCESS) {
             state.SkipWithError(ggemm_error_text(status).c_str());
             break;
@@ -297,7 +308,11 @@ void register_benchmarks(const std::vector<MoeCase>& suite, const Options& optio
     Variant host_static;
     Variant host_dynamic;
     host_dynamic.scheduler = GGEMM_SCHEDULER_DYNAMIC;
-    for (const MoeCase& c : suite) add_host("host/execute/" + c.name + "/static", c, host_static, HostCall::kExecute);
+    // Each case's execute next to its bare launch, so the pair is measured minutes apart at most.
+    for (const MoeCase& c : suite) {
+        add_host("host/execute/" + c.name + "/static", c, host_static, HostCall::kExecute);
+        add_host("host/bare_launch/" + c.name + "/static", c, host_static, HostCall::kBareLaunch);
+    }
     for (const MoeCase& c : suite) {
         if (c.name == kHostDynamicCase) {
             add_host("host/execute/" + c.name + "/dynamic", c, host_dynamic, HostCall::kExecute);

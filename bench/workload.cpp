@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "bench/device_fill.h"
+#include "src/execute.h"
 
 namespace ggemm_bench {
 
@@ -230,6 +231,16 @@ ggemm_status_t Workload::execute_no_launch(int set, cudaStream_t stream) const {
     args.m = 0;
     args.device_status = nullptr;
     return ggemm_execute(plan_.get(), &args, stream);
+}
+
+cudaError_t Workload::bare_launch(int set, cudaStream_t stream) const {
+    if (bare_set_ != set) {
+        if (desc_.scheduler != GGEMM_SCHEDULER_STATIC) throw std::runtime_error("bare_launch: static scheduler only");
+        if (!bare_params_) bare_params_ = std::make_unique<ggemm::LaunchParams>();
+        check_ggemm(ggemm::prepare_launch(*plan_, args_[std::size_t(set)], bare_params_.get()), "prepare_launch");
+        bare_set_ = set;
+    }
+    return plan_->variant.launch(*bare_params_, stream);
 }
 
 void Workload::warm_up(cudaStream_t stream) const {

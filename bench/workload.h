@@ -13,6 +13,7 @@
 
 #include "ggemm.h"
 #include "bench/suite.h"
+#include "src/kernel_variant.h"  // LaunchParams: the bare launch links the library's internals
 
 namespace ggemm_bench {
 
@@ -76,6 +77,10 @@ public:
     ggemm_status_t execute_one_shot(int set, cudaStream_t stream) const;
     // ggemm_execute over set `set` with M = 0 and no status word: the checks alone (host time).
     ggemm_status_t execute_no_launch(int set, cudaStream_t stream) const;
+    // The plan's kernel launched over set `set` with the arguments ggemm_execute would give it,
+    // prepared once: no checks, no map encodes, no memsets (the bare launch execute is measured
+    // against). Only for the static scheduler, whose kernel needs no cleared counter.
+    cudaError_t bare_launch(int set, cudaStream_t stream) const;
     // Runs every set once, waits, and throws if a launch failed or the kernel reported
     // anything in its device status word.
     void warm_up(cudaStream_t stream) const;
@@ -98,6 +103,8 @@ private:
     std::vector<ggemm_args> args_;
     double bytes_moved_ = 0.0;
     std::string description_;
+    mutable std::unique_ptr<ggemm::LaunchParams> bare_params_;  // bare_launch's, of set 0..sets()-1
+    mutable int bare_set_ = -1;
 };
 
 }  // namespace ggemm_bench

@@ -1,7 +1,7 @@
 // ggemm_execute. The success path makes no allocation, no synchronization and no host read
 // of device memory, so it can be captured in a CUDA graph; its cost is a handful of driver and
-// runtime calls (pointer attributes, one to three tensor-map encodes, a memset where one is
-// needed, the launch), the launch most of it (bench host/parts/*).
+// runtime calls (pointer attributes, the tensor-map encodes a call on new buffers needs, a
+// memset where one is needed, the launch), the launch most of it (bench host/parts/*).
 #include "src/execute.h"
 
 #include "src/workspace.h"
@@ -15,60 +15,59 @@
 namespace ggemm {
 namespace {
 
-// The weight map of this thread's last call, by plan and address: weights rarely move, so a
-// call with the plan and weights of the one before reuses its map instead of encoding it again
-// (the map depends on nothing else: shape, box and swizzle come from the plan). Per thread, so
+// The maps of this thread's last call, by plan, address and M: a steady state of calls on the
+// same buffers (weights rarely move; activations and outputs are often reused) encodes each map
+// once. A map depends on nothing else: shape, box and swizzle come from the plan. Per thread, so
 // plans stay immutable and execute takes no lock.
-struct WeightMapCache {
+struct LastMap {
     uint64_t plan_serial = 0;  // 0: empty (plan serials start at 1)
-    const void* address = nullptr;
-    CUtensorMap map;
-};
-thread_local WeightMapCache t_weight_map;
-
-ggemm_status_t weight_map(const ggemm_plan& plan, const ggemm_args& args, CUtensorMap* map) noexcept {
-    const ggemm_plan_desc& desc = plan.desc;
-    const bool dense = desc.weight_mode == GGEMM_WEIGHTS_DENSE;
-    const void* address = dense ? args.b : b_template_placeholder(args.b_ptrs);
-    if (plan.serial != 0 && t_weight_map.plan_serial == plan.serial && t_weight_map.address == address) {
-        *map = t_weight_map.map;
-        return GGEMM_SUCCESS;
-    }
-    const TensorMapShape shape = dense ? b_dense_map_shape(address, desc.n, desc.k, desc.num_experts, plan.variant)
-                                       : b_template_map_shape(address, desc.n, desc.k, plan.variant);
-    const ggemm_status_t status = encode_tensor_map(shape, "B", map);
-    if (status == GGEMM_SUCCESS) {
-        t_weight_map.plan_serial = plan.serial;
-        t_weight_map.address = address;
-        t_weight_map.map = *map;
-    }
-    return status;
-}
-
-// D's map of this thread's last call, by plan, address and M, for variants that store D with TMA:
-// a steady state of calls on one output buffer encodes it once.
-struct OutputMapCache {
-    uint64_t plan_serial = 0;  // 0: empty
     const void* address = nullptr;
     int64_t m = 0;
     CUtensorMap map;
 };
-thread_local OutputMapCache t_output_map;
+thread_local LastMap t_a_map;
+thread_local LastMap t_b_map;
+thread_local LastMap t_d_map;
 
-ggemm_status_t output_map(const ggemm_plan& plan, const ggemm_args& args, CUtensorMap* map) noexcept {
-    if (plan.serial != 0 && t_output_map.plan_serial == plan.serial && t_output_map.address == args.d &&
-        t_output_map.m == args.m) {
-        *map = t_output_map.map;
+template <class MakeShape>
+ggemm_status_t cached_map(LastMap& last, const ggemm_plan& plan, const void* address, int64_t m,
+                          const char* operand, MakeShape make_shape, CUtensorMap* map) noexcept {
+    if (plan.serial != 0 && last.plan_serial == plan.serial && last.address == address && last.m == m) {
+        *map = last.map;
         return GGEMM_SUCCESS;
     }
-    const ggemm_status_t status = encode_tensor_map(d_map_shape(args.d, args.m, plan.desc.n, plan.variant), "D", map);
+    const ggemm_status_t status = encode_tensor_map(make_shape(), operand, map);
     if (status == GGEMM_SUCCESS) {
-        t_output_map.plan_serial = plan.serial;
-        t_output_map.address = args.d;
-        t_output_map.m = args.m;
-        t_output_map.map = *map;
+        last.plan_serial = plan.serial;
+        last.address = address;
+        last.m = m;
+        last.map = *map;
     }
     return status;
+}
+
+// The tensor maps of one call, encoded on the host before anything is enqueued: an encode
+// failure leaves the stream untouched.
+ggemm_status_t encode_maps(const ggemm_plan& plan, const ggemm_args& args, LaunchParams* params) noexcept {
+    const ggemm_plan_desc& desc = plan.desc;
+    const KernelVariant& variant = plan.variant;
+    ggemm_status_t status = cached_map(
+        t_a_map, plan, args.a, args.m, "A", [&] { return a_map_shape(args.a, args.m, desc.k, variant); },
+        &params->a_map);
+    if (status != GGEMM_SUCCESS) return status;
+    const bool dense = desc.weight_mode == GGEMM_WEIGHTS_DENSE;
+    const void* b_address = dense ? args.b : b_template_placeholder(args.b_ptrs);
+    status = cached_map(
+        t_b_map, plan, b_address, 0, "B",
+        [&] {
+            return dense ? b_dense_map_shape(b_address, desc.n, desc.k, desc.num_experts, variant)
+                         : b_template_map_shape(b_address, desc.n, desc.k, variant);
+        },
+        &params->b_map);
+    if (status != GGEMM_SUCCESS || variant.d_box_rows == 0) return status;
+    return cached_map(
+        t_d_map, plan, args.d, args.m, "D", [&] { return d_map_shape(args.d, args.m, desc.n, variant); },
+        &params->d_map);
 }
 
 }  // namespace
@@ -142,6 +141,15 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     return kernel;
 }
 
+ggemm_status_t prepare_launch(const ggemm_plan& plan, const ggemm_args& args, LaunchParams* params) noexcept {
+    const ggemm_status_t status = encode_maps(plan, args, params);
+    if (status != GGEMM_SUCCESS) return status;
+    params->args = make_kernel_args(plan, args);
+    params->b_ptrs = plan.desc.weight_mode == GGEMM_WEIGHTS_DISCRETE ? args.b_ptrs : nullptr;
+    params->grid = plan.grid;
+    return GGEMM_SUCCESS;
+}
+
 const void* b_template_placeholder(const uint64_t* b_ptrs) noexcept {
     return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(b_ptrs) & ~uintptr_t{15});
 }
@@ -162,19 +170,10 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     if (status != GGEMM_SUCCESS) return status;
 
     const ggemm_plan_desc& desc = plan.desc;
-    const KernelVariant& variant = plan.variant;
     LaunchParams params;
-    // Maps are encoded on the host before anything is enqueued: an encode failure leaves the
-    // stream untouched.
     if (args.m > 0) {
-        status = encode_tensor_map(a_map_shape(args.a, args.m, desc.k, variant), "A", &params.a_map);
+        status = prepare_launch(plan, args, &params);
         if (status != GGEMM_SUCCESS) return status;
-        status = weight_map(plan, args, &params.b_map);
-        if (status != GGEMM_SUCCESS) return status;
-        if (variant.d_box_rows > 0) {
-            status = output_map(plan, args, &params.d_map);
-            if (status != GGEMM_SUCCESS) return status;
-        }
     }
 
     // The caller reads this call's word whatever happens: with dense weights and M > 0 the
@@ -197,10 +196,7 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
         status = clear_tile_counter(args.workspace, stream);
         if (status != GGEMM_SUCCESS) return status;
     }
-    params.args = make_kernel_args(plan, args);
-    params.b_ptrs = desc.weight_mode == GGEMM_WEIGHTS_DISCRETE ? args.b_ptrs : nullptr;
-    params.grid = plan.grid;
-    return launch_status(variant.launch(params, stream), variant.name, plan.grid);
+    return launch_status(plan.variant.launch(params, stream), plan.variant.name, plan.grid);
 }
 
 }  // namespace ggemm

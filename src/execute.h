@@ -13,6 +13,10 @@ namespace ggemm {
 // The kernel's per-call arguments from validated ones (pure).
 KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noexcept;
 
+// The launch of a validated call with M > 0: its tensor maps (reused from this thread's last
+// call on the same plan and buffers) and kernel arguments. Enqueues nothing.
+ggemm_status_t prepare_launch(const ggemm_plan& plan, const ggemm_args& args, LaunchParams* params) noexcept;
+
 // The discrete-mode B template's placeholder address: b_ptrs rounded down to 16 bytes (TMA
 // wants a 16-byte-aligned address; b_ptrs need only be 8-aligned). Never dereferenced: the
 // kernel writes each expert's address into its copy of the template.
