@@ -112,6 +112,25 @@ __device__ __forceinline__ void tma_store_3d(const void* map, const void* src, i
 #endif
 }
 
+// cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [map, {c0, c1, c2}], [src];
+//                                                                            PTX 8.0, sm_90
+// tma_store_3d that adds instead of writing: each element of the box inside the tensor becomes
+// its old value plus the staged one, performed in the memory system. For an f32 tensor the add
+// rounds to nearest even and keeps subnormal inputs and results (PTX ISA: the default of the
+// f32 add is that of .noftz), so it equals the thread's own add.rn.f32 of the same two values.
+// Completion and buffer reuse as for the stores (commit_group / wait_group).
+__device__ __forceinline__ void tma_reduce_add_3d(const void* map, const void* src, int32_t c0, int32_t c1,
+                                                  int32_t c2) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+                     map),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src))
+                 : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
 // cp.async.bulk.commit_group;                                                 PTX 8.0, sm_90
 // Closes the group of bulk stores issued so far by this thread.
 __device__ __forceinline__ void tma_store_commit() {

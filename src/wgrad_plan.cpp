@@ -57,12 +57,15 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
             variant.smem_bytes);
     appendf(&text, "store: %s\n",
             plan.wgrad.store_path == kWgradStoreTma
-                ? "TMA (each math warpgroup stages 64 rows x 128 bytes of the tile in shared memory, swizzled, and "
-                  "stores them with 3-D TMA tensor stores into the {Q, P, L} output, clipped at P and Q)"
-                : desc.output_mode == GGEMM_WGRAD_OUTPUT_DENSE && desc.accumulate == 0
+                ? desc.accumulate
+                      ? "TMA (each math warpgroup stages 64 rows x 128 bytes of the tile in shared memory, swizzled, "
+                        "and adds them into the {Q, P, L} output with 3-D TMA reduce-adds, clipped at P and Q)"
+                      : "TMA (each math warpgroup stages 64 rows x 128 bytes of the tile in shared memory, swizzled, "
+                        "and stores them with 3-D TMA tensor stores into the {Q, P, L} output, clipped at P and Q)"
+                : choose_wgrad_store_path(desc, nullptr) == kWgradStoreTma
                       ? "registers (GGEMM_WGRAD_STORE=registers: pairs stored straight from the accumulators)"
-                      : "registers (pairs stored straight from the accumulators; TMA stores serve only a dense output "
-                        "overwritten)");
+                      : "registers (pairs stored straight from the accumulators; TMA serves a dense output "
+                        "overwritten, or accumulated into in fp32)");
     appendf(&text, "tiles: %lld (%d experts x P blocks x Q blocks), each summing all of its expert's rows (no split of K)\n",
             static_cast<long long>(tiles), desc.num_experts);
     appendf(&text, "scheduler: %s\n",
@@ -93,7 +96,10 @@ WgradVariantList compiled_wgrad_variants(int32_t arch) noexcept {
 }
 
 int32_t choose_wgrad_store_path(const ggemm_wgrad_desc& desc, const char* store_switch) noexcept {
-    const bool serves = desc.output_mode == GGEMM_WGRAD_OUTPUT_DENSE && desc.accumulate == 0;
+    // Accumulating, TMA's reduce-add rounds old + new once, as the register path does, only in
+    // fp32: a 16-bit output would be rounded twice (the staged value, then the sum).
+    const bool serves = desc.output_mode == GGEMM_WGRAD_OUTPUT_DENSE &&
+                        (desc.accumulate == 0 || desc.out_dtype == GGEMM_DTYPE_FP32);
     const bool registers_asked = store_switch != nullptr && std::strcmp(store_switch, "registers") == 0;
     return serves && !registers_asked ? kWgradStoreTma : kWgradStoreRegisters;
 }

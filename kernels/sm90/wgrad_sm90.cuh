@@ -14,8 +14,8 @@
 // the GEMM's K, so they are MN-major in shared memory (wgrad_layout_sm90.h) and the wgmma reads
 // them transposed. Warpgroups 1 and 2 each own 64 rows of P and issue m64 n kTileQ k16 wgmma,
 // keeping one batch in flight, then store their accumulators: from registers
-// (wgrad_epilogue_sm90.cuh), or, for a dense output overwritten, through a staging atom per
-// warpgroup and TMA stores (wgrad_tma_store_sm90.cuh). Empty experts get their zeros from
+// (wgrad_epilogue_sm90.cuh), or, for a dense output overwritten or accumulated into in fp32,
+// through a staging atom per warpgroup and TMA stores or reduce-adds (wgrad_tma_store_sm90.cuh). Empty experts get their zeros from
 // registers either way.
 #pragma once
 
@@ -273,6 +273,7 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
             store.q_begin = tile.q_begin;
             store.expert = tile.expert;
             store.alpha = fragment.alpha;
+            store.accumulate = args.accumulate != 0;
             store_wgrad_tile_tma<Cfg::kTileQ>(store, args.out_dtype, acc);
         } else {
             store_wgrad_tile<Cfg::kTileQ>(fragment, args.out_dtype, args.accumulate != 0, acc);

@@ -1,9 +1,10 @@
-// The weight gradient's output path through TMA stores, for a dense output overwritten
-// (kWgradStoreTma): each math warpgroup scales and rounds its 64 rows of the tile in registers
+// The weight gradient's output path through TMA stores, for a dense output overwritten, or
+// accumulated into in fp32 (kWgradStoreTma): each math warpgroup scales and rounds its 64 rows of the tile in registers
 // (the same arithmetic as wgrad_epilogue_sm90.cuh, so the results are bitwise the same), writes
 // them one atom (128 bytes of Q, wgrad_store_layout_sm90.h) at a time into its own swizzled
 // staging atom in shared memory, and one of its threads stores the atom with a 3-D TMA store
-// into the output map {Q, P, L}. TMA clips the box at P and Q of the expert's own matrix, so
+// into the output map {Q, P, L}, or, accumulating, a 3-D TMA reduce-add (old + staged, rounded
+// once to nearest even, subnormals kept: the register path's __fadd_rn). TMA clips the box at P and Q of the expert's own matrix, so
 // tails write nothing outside it; the warpgroup goes on to its next tile while the last store
 // drains.
 //
@@ -41,6 +42,7 @@ struct WgradTmaStore {
     int32_t q_begin;             // the tile's first column
     int32_t expert;
     float alpha;
+    bool accumulate;             // add into the output (fp32 only) instead of overwriting it
 };
 
 // A pair of values rounded once (nearest even) to T and packed as the bytes T stores.
@@ -99,7 +101,15 @@ __device__ __forceinline__ void store_wgrad_atoms(const WgradTmaStore& e, const 
         ptx::fence_proxy_async_shared();  // this thread's st.shared, before the TMA reads them
         ptx::named_barrier_sync(e.barrier, 128);
         if (storer) {
-            ptx::tma_store_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+            if constexpr (std::is_same_v<T, float>) {
+                if (e.accumulate) {
+                    ptx::tma_reduce_add_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+                } else {
+                    ptx::tma_store_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+                }
+            } else {
+                ptx::tma_store_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+            }
             ptx::tma_store_commit();
         }
     }

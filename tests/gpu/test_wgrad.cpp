@@ -34,6 +34,7 @@ struct WgradCase {
     bool accumulate = false;
     int32_t scheduler = GGEMM_SCHEDULER_STATIC;
     bool alpha_null = false;
+    float scale = 1.0f;  // of alpha and of the initial outputs: 1e-38 puts sums and old values near and below FLT_MIN
     std::vector<int32_t> offsets;  // explicit; M = m below
     int64_t m = 0;
     uint64_t seed = 1;
@@ -45,7 +46,7 @@ std::string describe(const WgradCase& c) {
          << " out=" << dtype_name(c.out_dtype) << (c.output_mode == GGEMM_WGRAD_OUTPUT_DENSE ? " dense" : " pointers")
          << (c.accumulate ? " accumulate" : " overwrite")
          << (c.scheduler == GGEMM_SCHEDULER_STATIC ? " static" : " dynamic") << (c.alpha_null ? " alpha=NULL" : "")
-         << " offsets={";
+         << (c.scale != 1.0f ? " scale=" + std::to_string(c.scale) : std::string()) << " offsets={";
     for (std::size_t g = 0; g < c.offsets.size(); ++g) text << (g ? "," : "") << c.offsets[g];
     text << "}";
     return text.str();
@@ -93,12 +94,14 @@ WgradHost make_host(const WgradCase& c) {
     fill_uniform(host.x1.data(), host.x1.size(), kDTypeBF16, -1.f, 1.f, mix_seed(c.seed, 1));
     fill_uniform(host.x2.data(), host.x2.size(), kDTypeBF16, -1.f, 1.f, mix_seed(c.seed, 2));
     host.alpha.resize(static_cast<std::size_t>(c.experts));
-    fill_uniform(host.alpha.data(), host.alpha.size(), kDTypeFP32, 0.25f, 2.f, mix_seed(c.seed, 3));
+    fill_uniform(host.alpha.data(), host.alpha.size(), kDTypeFP32, 0.25f * c.scale, 2.f * c.scale, mix_seed(c.seed, 3));
     const std::size_t elements = static_cast<std::size_t>(c.experts * c.p * c.q);
     host.initial.assign(elements * dtype_size(c.out_dtype) + kGuardBytes, kPoisonByte);
     // With accumulate the outputs start from values the kernel must add to; else from poison
     // (NaN), which any element the kernel should have written and did not would keep.
-    if (c.accumulate) fill_uniform(host.initial.data(), elements, c.out_dtype, -4.f, 4.f, mix_seed(c.seed, 4));
+    if (c.accumulate) {
+        fill_uniform(host.initial.data(), elements, c.out_dtype, -4.f * c.scale, 4.f * c.scale, mix_seed(c.seed, 4));
+    }
     return host;
 }
 
@@ -596,7 +599,29 @@ TEST_CASE("wgrad store paths: TMA stores equal register stores bitwise (dtypes, 
     }
 }
 
-TEST_CASE("wgrad store paths: pointer outputs and accumulate keep the register path") {
+TEST_CASE("wgrad fp32 accumulate: TMA reduce-adds equal the register path's adds bitwise, subnormals included") {
+    uint64_t seed = 850;
+    for (float scale : {1.0f, 1e-38f}) {
+        for (int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+            WgradCase c;
+            c.label = "fp32 accumulate store paths";
+            c.experts = 5;
+            c.p = 200;
+            c.q = 392;
+            c.accumulate = true;
+            c.scale = scale;
+            c.scheduler = scheduler;
+            c.seed = ++seed;
+            c.offsets = random_offsets(c.experts, 4, c.seed, &c.m);
+            c.offsets[2] = c.offsets[1];  // expert 2 is empty: with accumulate, left untouched
+            for (std::size_t g = 3; g < c.offsets.size(); ++g) c.offsets[g] = std::max(c.offsets[g], c.offsets[g - 1]);
+            c.m = c.offsets.back() + 256;
+            check_store_paths_agree(c);
+        }
+    }
+}
+
+TEST_CASE("wgrad store paths: pointer outputs and 16-bit accumulate keep the register path") {
     WgradCase c;
     c.experts = 2;
     c.offsets = {256, 512};
@@ -605,7 +630,11 @@ TEST_CASE("wgrad store paths: pointer outputs and accumulate keep the register p
     CHECK(store_line(c).rfind("store: registers", 0) == 0);
     c.output_mode = GGEMM_WGRAD_OUTPUT_DENSE;
     c.accumulate = true;
-    CHECK(store_line(c).rfind("store: registers", 0) == 0);
+    CHECK(store_line(c).rfind("store: TMA", 0) == 0);
+    for (int32_t dtype : {GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
+        c.out_dtype = dtype;
+        CHECK(store_line(c).rfind("store: registers", 0) == 0);
+    }
     c.accumulate = false;
     CHECK(store_line(c).rfind("store: TMA", 0) == 0);
 }

@@ -438,7 +438,7 @@ TEST_CASE("each execute refuses a plan of the other kind; describe and workspace
     CHECK(message_contains("desc is NULL"));
 }
 
-TEST_CASE("wgrad store path: TMA for a dense output overwritten, registers otherwise or when asked") {
+TEST_CASE("wgrad store path: TMA for a dense output overwritten or fp32-accumulated, registers otherwise or when asked") {
     ggemm_wgrad_desc desc = valid_wgrad_desc();
     for (int32_t dtype : {GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
         desc.out_dtype = dtype;
@@ -448,8 +448,14 @@ TEST_CASE("wgrad store path: TMA for a dense output overwritten, registers other
         CHECK(ggemm::choose_wgrad_store_path(desc, "registers") == ggemm::kWgradStoreRegisters);
     }
     desc.accumulate = 1;
-    CHECK(ggemm::choose_wgrad_store_path(desc, nullptr) == ggemm::kWgradStoreRegisters);
-    CHECK(ggemm::choose_wgrad_store_path(desc, "tma") == ggemm::kWgradStoreRegisters);
+    desc.out_dtype = GGEMM_DTYPE_FP32;
+    CHECK(ggemm::choose_wgrad_store_path(desc, nullptr) == ggemm::kWgradStoreTma);
+    CHECK(ggemm::choose_wgrad_store_path(desc, "registers") == ggemm::kWgradStoreRegisters);
+    for (int32_t dtype : {GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
+        desc.out_dtype = dtype;
+        CHECK(ggemm::choose_wgrad_store_path(desc, nullptr) == ggemm::kWgradStoreRegisters);
+        CHECK(ggemm::choose_wgrad_store_path(desc, "tma") == ggemm::kWgradStoreRegisters);
+    }
     desc.accumulate = 0;
     desc.output_mode = GGEMM_WGRAD_OUTPUT_POINTERS;
     CHECK(ggemm::choose_wgrad_store_path(desc, nullptr) == ggemm::kWgradStoreRegisters);
@@ -467,6 +473,11 @@ TEST_CASE("wgrad store path: TMA for a dense output overwritten, registers other
     CHECK(registers.description.find("\nstore: registers (GGEMM_WGRAD_STORE=registers") != std::string::npos);
     CHECK(ggemm::make_wgrad_kernel_args(registers, valid_wgrad_args()).store_path == ggemm::kWgradStoreRegisters);
     desc.accumulate = 1;
+    plan = wgrad_plan(desc);
+    CHECK(plan.wgrad.store_path == ggemm::kWgradStoreTma);
+    CHECK(plan.description.find("\nstore: TMA (") != std::string::npos);
+    CHECK(plan.description.find("reduce-adds") != std::string::npos);
+    desc.out_dtype = GGEMM_DTYPE_BF16;
     plan = wgrad_plan(desc);
     CHECK(plan.wgrad.store_path == ggemm::kWgradStoreRegisters);
     CHECK(plan.description.find("\nstore: registers (pairs stored straight") != std::string::npos);
