@@ -64,10 +64,12 @@ constexpr WgradVariant sm90_wgrad_variant(const char* name) {
 }
 
 using WgradTile256 = sm90::WgradConfig<256, 4>;
+using WgradTile192 = sm90::WgradConfig<192, 5>;  // Q = 2880 (gpt-oss): 15 tiles, no padding column
 using WgradTile128 = sm90::WgradConfig<128, 6>;
 
 const WgradVariant kWgradVariants[] = {
     sm90_wgrad_variant<WgradTile256>("sm90_wgrad_tma_wgmma_128x256x64_s4"),
+    sm90_wgrad_variant<WgradTile192>("sm90_wgrad_tma_wgmma_128x192x64_s5"),
     sm90_wgrad_variant<WgradTile128>("sm90_wgrad_tma_wgmma_128x128x64_s6"),
 };
 

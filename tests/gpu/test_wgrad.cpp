@@ -640,16 +640,23 @@ TEST_CASE("wgrad store paths: pointer outputs and 16-bit accumulate keep the reg
 }
 
 TEST_CASE("sanitizer: wgrad TMA store path with P and Q tails and an empty expert") {
-    for (int32_t dtype : {GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
+    struct Output {
+        int32_t dtype;
+        bool accumulate;  // fp32 only: the path's reduce-add form
+    };
+    for (const Output output : {Output{GGEMM_DTYPE_FP32, false}, Output{GGEMM_DTYPE_BF16, false},
+                                Output{GGEMM_DTYPE_FP16, false}, Output{GGEMM_DTYPE_FP32, true}}) {
+        const int32_t dtype = output.dtype;
         WgradCase c;
         c.label = "sanitizer TMA store";
+        c.accumulate = output.accumulate;
         c.experts = 3;
         c.p = 200;
         c.q = 120;
         c.out_dtype = dtype;
         c.offsets = {256, 256, 768};
         c.m = 1024;
-        c.seed = 900 + static_cast<uint64_t>(dtype);
+        c.seed = 900 + static_cast<uint64_t>(dtype) + (output.accumulate ? 10 : 0);
         REQUIRE(store_line(c).rfind("store: TMA", 0) == 0);
         run_and_verify(c);
     }

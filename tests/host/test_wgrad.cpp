@@ -39,6 +39,7 @@ ggemm::WgradVariant wgrad_variant(const char* name, int32_t arch, int32_t tile_q
 
 const std::vector<ggemm::WgradVariant>& wgrad_variants() {
     static const std::vector<ggemm::WgradVariant> variants = {wgrad_variant("wgrad_q256", 90, 256),
+                                                              wgrad_variant("wgrad_q192", 90, 192),
                                                               wgrad_variant("wgrad_q128", 90, 128)};
     return variants;
 }
@@ -240,7 +241,7 @@ TEST_CASE("wgrad planner: tile along Q, grid, workspace, description") {
     CHECK(plan.description.find("chosen   column use 1.0000  wgrad_q256") != std::string::npos);
 
     ggemm_wgrad_desc desc = valid_wgrad_desc();
-    desc.q = 384;  // 256-wide tiles would compute 512 columns, 128-wide exactly 384
+    desc.q = 640;  // 256- and 192-wide tiles would compute 768 columns, 128-wide exactly 640
     desc.scheduler = GGEMM_SCHEDULER_DYNAMIC;
     desc.accumulate = 1;
     desc.output_mode = GGEMM_WGRAD_OUTPUT_POINTERS;
@@ -251,6 +252,12 @@ TEST_CASE("wgrad planner: tile along Q, grid, workspace, description") {
     CHECK(plan.description.find("output BF16, through L pointers (out_ptrs), accumulated into (empty experts untouched)") !=
           std::string::npos);
     CHECK(plan.description.find("dynamic (tiles claimed") != std::string::npos);
+
+    desc = valid_wgrad_desc();
+    desc.q = 2880;  // gpt-oss: 15 x 192 exactly; 256 would compute 3072 columns, 128 2944
+    CHECK(std::string(wgrad_plan(desc).wgrad.variant.name) == "wgrad_q192");
+    desc.q = 768;  // 3 x 256 and 4 x 192 both exact: the wider tile
+    CHECK(std::string(wgrad_plan(desc).wgrad.variant.name) == "wgrad_q256");
 
     desc = valid_wgrad_desc();
     desc.num_experts = 1;

@@ -180,13 +180,15 @@ if disassemble sm_90a; then
         'FENCE\.VIEW\.ASYNC\.S'
     check_absent sm_90a 'grouped_gemm_sm90_tma_store' 'STG\.E\.128' 'LDS\.128'
     # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
-    check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
+    check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|192|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
         'UTMALDG\.2D' 'SYNCS\.PHASECHK' 'USETMAXREG'
     # Its TMA store path: pairs into the staging atoms (STS for 2-byte outputs, STS.64 for fp32),
     # the async-proxy fence, the warpgroup's named barrier, 3-D TMA stores and their waits; the
     # register path's generic stores (ST.E, ST.E.64) stay compiled beside it.
     check_kernels sm_90a 'wgrad_sm90' 'STS ' 'STS\.64' 'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC[^;]*0x80' \
         'UTMASTG\.3D' 'UTMACMDFLUSH' 'DEPBAR\.LE' 'ST\.E\.64' 'ST\.E '
+    # An fp32 output accumulated into leaves by TMA reduce-add.
+    check_kernels sm_90a 'wgrad_sm90' 'UTMAREDG\.3D\.ADD'
     # The weight layout is Config's last argument (...ELi1EE... is N-major): the N-major kernels
     # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
