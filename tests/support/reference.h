@@ -88,13 +88,13 @@ struct Problem {
     const uint16_t* const* b_experts = nullptr;  // discrete: L pointers to N x K (K x N); nullptr entry = skipped
     int32_t weight_layout = kWeightLayoutKMajor;  // or kWeightLayoutNMajor
     const int32_t* padded_offsets = nullptr;     // L
-    const int32_t* valid_rows = nullptr;         // L valid-row counts, or nullptr: every row of a segment
     const float* alpha = nullptr;                // L
     const float* prob = nullptr;                 // M
     const void* bias = nullptr;                  // L x N raw bits of bias_dtype, or nullptr
     int32_t bias_dtype = kDTypeNone;
     int32_t c_dtype = kDTypeBF16;
     int32_t d_dtype = kDTypeBF16;
+    const int32_t* valid_rows = nullptr;         // L valid-row counts, or nullptr: every row of a segment
 };
 
 // GGEMM_DEVICE_STATUS_OFFSET_* bits for every rule the offsets break (0 when all are valid).
