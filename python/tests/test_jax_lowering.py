@@ -57,7 +57,7 @@ def test_valid_rows_are_an_operand_and_mask_the_tail():
     assert "stablehlo.select" in text
     with pytest.raises(ValueError, match="valid_rows"):
         lower(lambda a, o, al, p, b, counts: gj.grouped_gemm(a, o, al, p, b=b, valid_rows=counts).d,
-              *COMMON, spec((L, N, K), jnp.bfloat16), spec((L,), jnp.int64))
+              *COMMON, spec((L, N, K), jnp.bfloat16), spec((L,), jnp.float32))
 
 
 def test_offsets_are_operands_not_constants():
