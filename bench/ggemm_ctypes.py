@@ -62,6 +62,7 @@ class Args(C.Structure):
         ("workspace", C.c_void_p),
         ("workspace_size", C.c_uint64),
         ("device_status", C.c_void_p),  # optional: beyond ARGS_MIN_SIZE
+        ("valid_rows", C.c_void_p),  # optional: per-expert valid-row counts (int32, device)
     ]
 
 
@@ -69,7 +70,8 @@ class Args(C.Structure):
 assert PlanDesc.scheduler.offset + 4 == PLAN_DESC_MIN_SIZE
 assert C.sizeof(PlanDesc) == 88
 assert Args.device_status.offset == ARGS_MIN_SIZE
-assert C.sizeof(Args) == 112
+assert Args.valid_rows.offset == 112
+assert C.sizeof(Args) == 120
 
 
 class GgemmError(RuntimeError):

@@ -14,6 +14,15 @@ For every case of bench/moe_shapes.json:
        ggemm_full  (--full-epilogue, dsv3_fc1_L8 only) bf16 bias, prob, fp32 C and bf16 D
 TFLOP/s = 2*M*N*K / median time, M = padded_offsets[-1] (padding rows count, as the suite says).
 
+--valid-rows (cases with "rows", e.g. bench/small_shapes.json) adds, on the same inputs:
+       ggemm_rows       ggemm with args.valid_rows = the case's rows: only real rows computed
+       deepgemm_masked  (when `import deep_gemm` works and every segment has one size, the
+                        capacity) deep_gemm.m_grouped_bf16_gemm_nt_masked on A viewed as
+                        (L, capacity, K), masked_m = the rows, expected_m = their mean
+ggemm_rows is checked on its real rows against torch._grouped_mm, and rows past the counts
+must keep their NaN poison; the notes give deepgemm_masked time / ggemm_rows time (> 1: ggemm
+faster on the same useful work).
+
 Writes peers.json (rewritten after every case, so a crash or timeout keeps what was measured),
 peers.md and peers.png into --out, and prints the table last.
 """
@@ -70,6 +79,9 @@ def parse_args():
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
     p.add_argument("--lead-cycles", type=int, default=200000,
                    help="GPU sleep queued before each timed op, so the host's launch cost is hidden")
+    p.add_argument("--valid-rows", action="store_true",
+                   help="also time ggemm with per-expert valid-row counts (the case's rows) and "
+                        "DeepGEMM's masked kernel on the same useful work")
     p.add_argument("--no-plot", action="store_true")
     return p.parse_args()
 
@@ -104,6 +116,7 @@ class CaseData:
         self.name = case["name"]
         self.L, self.n, self.k = case["experts"], case["n"], case["k"]
         self.offsets_host = list(case["padded_offsets"])
+        self.rows = list(case["rows"]) if "rows" in case else None
         self.m = self.offsets_host[-1]
         self.flops = 2.0 * self.m * self.n * self.k
         set_bytes = self.m * self.k * 2 + self.L * self.n * self.k * 2 + self.m * 4
@@ -131,6 +144,12 @@ class CaseData:
         self.d_deepgemm = torch.empty(self.m, self.n, dtype=bf16, device=dev)
         self.d_dense = torch.empty(self.m, self.n, dtype=bf16, device=dev)
         self.status = torch.zeros(1, dtype=torch.int32, device=dev)
+        if self.rows is not None:
+            self.valid_rows = torch.tensor(self.rows, dtype=torch.int32, device=dev)
+            sizes = set(counts)
+            # The masked layout of DeepGEMM: one capacity per expert.
+            self.capacity = counts[0] if len(sizes) == 1 else None
+            self.d_masked = torch.empty(self.m, self.n, dtype=bf16, device=dev)
         self.full = full_epilogue
         if full_epilogue:
             self.bias = [torch.empty(self.L, self.n, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(sets)]
@@ -141,7 +160,7 @@ class CaseData:
 class GgemmCase:
     """A ggemm plan over CaseData with one ggemm_args per input set."""
 
-    def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0):
+    def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0, valid_rows=None):
         self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m,
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE,
@@ -161,7 +180,8 @@ class GgemmCase:
                 c=data.c_full.data_ptr() if full else None,
                 d=(data.d_full if full else data.d).data_ptr(),
                 workspace=self.workspace.data_ptr() if ws_bytes else None, workspace_size=ws_bytes,
-                device_status=data.status.data_ptr())
+                device_status=data.status.data_ptr(),
+                valid_rows=valid_rows.data_ptr() if valid_rows is not None else None)
 
         self.args = [make_args(s, data.alpha, data.prob[s]) for s in range(data.sets)]
         self.check_args = make_args(0, data.alpha_one, data.prob_one)
@@ -197,6 +217,32 @@ def check_plain(torch, data, gcase, stream_handle):
     status = device_status_error(data)
     return {"reference": ref_name, "rel_err": err, "ok": bool(err <= CHECK_TOLERANCE) and status is None,
             "device_status": status}
+
+
+def row_mask(torch, data):
+    """True for the rows below each expert's count."""
+    mask = torch.zeros(data.m, dtype=torch.bool, device="cuda")
+    begin = 0
+    for end, rows in zip(data.offsets_host, data.rows):
+        mask[begin:begin + max(0, min(rows, end - begin))] = True
+        begin = end
+    return mask
+
+
+def check_rows(torch, data, gcase, stream_handle):
+    """ggemm with valid-row counts (prob = alpha = 1): the counted rows against
+    torch._grouped_mm, every other row still NaN."""
+    data.d.fill_(float("nan"))
+    gcase.run(gcase.check_args, stream_handle)
+    ref = torch._grouped_mm(data.a[0], data.b[0].transpose(-2, -1), offs=data.offs, out_dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    mask = row_mask(torch, data)
+    err = rel_error(data.d[mask], ref[mask])
+    untouched = bool(torch.isnan(data.d[~mask].float()).all())
+    status = device_status_error(data)
+    return {"reference": "torch._grouped_mm on the counted rows", "rel_err": err,
+            "rows_past_counts_untouched": untouched,
+            "ok": bool(err <= CHECK_TOLERANCE) and untouched and status is None, "device_status": status}
 
 
 def check_full(torch, data, gcase, stream_handle):
@@ -319,6 +365,36 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"][name] = short_error(e)
 
+    if opts.valid_rows and data.rows is not None:
+        try:
+            rows = GgemmCase(lib, torch, data, scheduler, full=False, tile_n=opts.tile_n,
+                             cluster_m=opts.cluster_m, valid_rows=data.valid_rows)
+            plans.append(rows)
+            result.setdefault("alt_checks", {})["ggemm_rows"] = check_rows(torch, data, rows, handle)
+            result.setdefault("alt_plans", {})["ggemm_rows"] = rows.description
+            ops.append(("ggemm_rows", lambda s: rows.run(rows.args[s], handle)))
+        except Exception as e:  # noqa: BLE001
+            result["errors"]["ggemm_rows"] = short_error(e)
+        result["useful_flops"] = 2.0 * sum(data.rows) * data.n * data.k
+        if deep_gemm is not None and data.capacity is not None:
+            expected_m = max(1, round(sum(data.rows) / data.L))
+            a3 = [a.view(data.L, data.capacity, data.k) for a in data.a]
+            d3 = data.d_masked.view(data.L, data.capacity, data.n)
+
+            def masked(s):
+                deep_gemm.m_grouped_bf16_gemm_nt_masked(a3[s], data.b[s], d3, data.valid_rows, expected_m)
+            try:
+                masked(0)
+                torch.cuda.synchronize()
+                ref = torch._grouped_mm(data.a[0], data.b[0].transpose(-2, -1), offs=data.offs,
+                                        out_dtype=torch.bfloat16)
+                mask = row_mask(torch, data)
+                err = rel_error(data.d_masked[mask], ref[mask])
+                result["deepgemm_masked_check"] = {"rel_err": err, "ok": err < 1e-2}
+                ops.append(("deepgemm_masked", masked))
+            except Exception as e:  # noqa: BLE001
+                result["errors"]["deepgemm_masked"] = short_error(e)
+
     bt = [b.transpose(-2, -1) for b in data.b]
     peers = [
         ("grouped_mm", lambda s: torch._grouped_mm(data.a[s], bt[s], offs=data.offs, out_dtype=torch.bfloat16)),
@@ -359,6 +435,8 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
     if "ggemm" in t and "deepgemm" in t:
         result["ratio_deepgemm"] = t["ggemm"] / t["deepgemm"]
     med = result.get("median_ms", {})
+    if "ggemm_rows" in med and "deepgemm_masked" in med:
+        result["ratio_rows_deepgemm_masked"] = med["deepgemm_masked"] / med["ggemm_rows"]
     if "ggemm" in med and "ggemm_full" in med:
         result["full_epilogue_overhead"] = med["ggemm_full"] / med["ggemm"] - 1.0
 
@@ -440,6 +518,22 @@ def notes_lines(results, summary):
             fmt(geomean([t[name] / t["grouped_mm"] for t in rows]), ".3f"),
             fmt(geomean([t[name] / t["dense"] for t in rows]), ".3f"),
             fmt(geomean([t[name] / t["deepgemm"] for t in rows if "deepgemm" in t]), ".3f")))
+    for r in results:
+        med = r.get("median_ms", {})
+        if "ggemm_rows" in med:
+            mc = r.get("deepgemm_masked_check", {})
+            lines.append("valid rows on %s (%d of %d rows real): ggemm_rows %.1f us (%s x ggemm without counts), "
+                         "deepgemm_masked %s us; deepgemm_masked / ggemm_rows time %s%s" % (
+                             r["name"], round(r["useful_flops"] / (2.0 * r["N"] * r["K"])), r["M"],
+                             1e3 * med["ggemm_rows"],
+                             fmt(med["ggemm"] / med["ggemm_rows"] if "ggemm" in med else None, ".3f"),
+                             fmt(1e3 * med["deepgemm_masked"] if "deepgemm_masked" in med else None, ".1f"),
+                             fmt(r.get("ratio_rows_deepgemm_masked"), ".3f"),
+                             "" if mc.get("ok", True) else " (deepgemm_masked check FAIL)"))
+    masked = [r["ratio_rows_deepgemm_masked"] for r in results if "ratio_rows_deepgemm_masked" in r]
+    if masked:
+        lines.append("deepgemm_masked / ggemm_rows time, geomean over %d cases: %s" % (
+            len(masked), fmt(geomean(masked), ".3f")))
     dg = [r for r in results if "deepgemm" in r.get("tflops", {})]
     for r in dg:
         dc = r.get("deepgemm_check", {})

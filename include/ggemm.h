@@ -169,9 +169,21 @@ typedef struct ggemm_args {
     void* workspace;               /* ggemm_plan_workspace_size bytes, 128-byte aligned; may be NULL if 0 */
     uint64_t workspace_size;       /* bytes available at workspace */
     uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits of this call, written in-stream */
+    const int32_t* valid_rows;     /* optional: L int32 valid rows per expert (see below); NULL = every row */
 } ggemm_args;
 
-#define GGEMM_ARGS_MIN_SIZE 104u /* device_status is optional */
+#define GGEMM_ARGS_MIN_SIZE 104u /* device_status and valid_rows are optional */
+
+/* Valid rows (optional, SM90 only: an SM100 plan refuses them with GGEMM_ERROR_UNSUPPORTED_CONFIG).
+ * valid_rows[g], read on the device, is how many of the first rows of expert g's segment
+ * [begin, end) hold tokens: rows [begin + valid_rows[g], end) are neither computed nor written
+ * (their C and D keep whatever they held), and tiles wholly past the count are not run at all.
+ * 0 skips the expert. A count below 0 or above end - begin is clamped to [0, end - begin] and
+ * reported with GGEMM_DEVICE_STATUS_VALID_ROWS_CLAMPED. The offsets keep every rule above.
+ *
+ * The fixed-capacity layout of low-latency expert-parallel dispatch, an (L, capacity, K) buffer
+ * with capacity a multiple of 256 and per-expert token counts, is passed as it is: a = the
+ * buffer, m = L * capacity, padded_offsets[g] = capacity * (g + 1), valid_rows = the counts. */
 
 /* Zeroes the first struct_size bytes of *args and writes struct_size. */
 GGEMM_API ggemm_status_t ggemm_args_init(ggemm_args* args, uint32_t struct_size);
@@ -188,6 +200,8 @@ GGEMM_API ggemm_status_t ggemm_args_init(ggemm_args* args, uint32_t struct_size)
 #define GGEMM_DEVICE_STATUS_OFFSET_DECREASING 0x8u
 #define GGEMM_DEVICE_STATUS_WEIGHT_PTR_NULL       0x10u
 #define GGEMM_DEVICE_STATUS_WEIGHT_PTR_MISALIGNED 0x20u
+/* A valid_rows entry below 0 or above its segment's size: clamped to [0, size]. */
+#define GGEMM_DEVICE_STATUS_VALID_ROWS_CLAMPED    0x100u
 
 /* ---------------------------------------------------------------------------------------------
  * Plans.

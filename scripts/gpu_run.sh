@@ -402,7 +402,7 @@ done
   if [ -s "$OUT/peers.md" ]; then
     echo
     echo "=== peers ==="
-    grep -E "^\||^Full epilogue|^ERROR|^CHECK" "$OUT/peers.md"
+    grep -E "^\||^Full epilogue|^valid rows|^deepgemm_masked|^ERROR|^CHECK" "$OUT/peers.md"
   fi
   echo
   echo "=== gpu_run.sh summary ==="

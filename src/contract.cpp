@@ -26,6 +26,8 @@ static_assert(GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL == kStatusOutputPtrNull,
               "GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL must equal ggemm::kStatusOutputPtrNull");
 static_assert(GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED == kStatusOutputPtrMisaligned,
               "GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED must equal ggemm::kStatusOutputPtrMisaligned");
+static_assert(GGEMM_DEVICE_STATUS_VALID_ROWS_CLAMPED == kStatusValidRowsClamped,
+              "GGEMM_DEVICE_STATUS_VALID_ROWS_CLAMPED must equal ggemm::kStatusValidRowsClamped");
 
 static_assert(GGEMM_DTYPE_NONE == kDTypeNone, "GGEMM_DTYPE_NONE must equal ggemm::kDTypeNone");
 static_assert(GGEMM_DTYPE_BF16 == kBF16, "GGEMM_DTYPE_BF16 must equal ggemm::kBF16");

@@ -123,6 +123,7 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
                               ? reinterpret_cast<unsigned long long*>(workspace)
                               : nullptr;
     kernel.device_status = args.device_status;
+    kernel.valid_rows = args.valid_rows;
     kernel.m = args.m;
     kernel.n = static_cast<int32_t>(desc.n);
     kernel.k = static_cast<int32_t>(desc.k);
@@ -133,8 +134,9 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     kernel.generate_c = desc.generate_c;
     kernel.scheduler = desc.scheduler;
     kernel.weight_mode = desc.weight_mode;
-    // Tiles if every expert's offsets are usable (skipped experts only shorten the last round;
-    // the split stays correct, see kernels/common/tail_split.h).
+    // Tiles if every expert's offsets are usable and every row valid (skipped experts and tiles
+    // past a valid-row count only shorten the last round; the split stays correct, see
+    // kernels/common/tail_split.h).
     const KernelVariant& variant = plan.variant;
     const int64_t tiles = args.m / variant.tile_m * ((desc.n + variant.tile_n - 1) / variant.tile_n);
     kernel.tail = choose_tail_split(tiles, plan.grid, variant.tile_n, variant.max_tail_pieces);

@@ -45,7 +45,7 @@ constexpr uint32_t kPlanDescSizes[] = {
     offsetof(ggemm_plan_desc, tile_m), offsetof(ggemm_plan_desc, tile_n),
     offsetof(ggemm_plan_desc, cluster_m), offsetof(ggemm_plan_desc, sm_margin),
     offsetof(ggemm_plan_desc, reserved0), offsetof(ggemm_plan_desc, weight_layout)};
-constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status)};
+constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status), offsetof(ggemm_args, valid_rows)};
 // The wgrad structs have one version so far: no smaller size is an older one.
 constexpr uint32_t kWgradDescSizes[] = {sizeof(ggemm_wgrad_desc)};
 constexpr uint32_t kWgradArgsSizes[] = {sizeof(ggemm_wgrad_args)};

@@ -321,7 +321,7 @@ ggemm_status_t validate_plan_desc(const ggemm_plan_desc& desc, const DeviceInfo&
 
 namespace {
 
-constexpr int kPointerRules = 10;
+constexpr int kPointerRules = 11;
 
 // The pointers execute checks for alignment and residency. C is ignored (and may be anything)
 // when the plan does not write it.
@@ -337,6 +337,7 @@ void pointer_rules(const ggemm_plan_desc& desc, const ggemm_args& args, PointerR
     rules[7] = {"c", c, kDataAlignment};
     rules[8] = {"d", args.d, kDataAlignment};
     rules[9] = {"device_status", args.device_status, kDeviceStatusAlignment};
+    rules[10] = {"valid_rows", args.valid_rows, kValidRowsAlignment};
 }
 
 }  // namespace
@@ -400,6 +401,14 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
     if (!dense && args.b_ptrs == nullptr) {
         return fail(GGEMM_ERROR_WEIGHT_SOURCE,
                     "args->b is set but the plan uses %s and leave b NULL", mode);
+    }
+    // --- valid rows -------------------------------------------------------------------------
+    if (args.valid_rows != nullptr && plan.variant.arch != 90) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "args->valid_rows is set but the plan runs the SM%d kernel (%s), which computes every "
+                    "row of each segment: valid-row counts are supported on SM90 only (docs/SM100.md); "
+                    "pass valid_rows = NULL",
+                    plan.variant.arch, plan.variant.name);
     }
     PointerRule pointers[kPointerRules];
     pointer_rules(desc, args, pointers);

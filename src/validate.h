@@ -17,6 +17,7 @@ constexpr int64_t kMaxMCapacity = 2147483392;        // the largest multiple of 
 constexpr uint64_t kDataAlignment = 16;              // TMA global addresses, vector stores
 constexpr uint64_t kPointerArrayAlignment = 8;       // b_ptrs: an array of 64-bit pointers
 constexpr uint64_t kDeviceStatusAlignment = 4;
+constexpr uint64_t kValidRowsAlignment = 4;           // int32 counts, each read on its own
 // One expert's weights must be addressable by a TMA stride (global strides < 2^40 bytes).
 constexpr int64_t kMaxTmaStrideBytes = int64_t{1} << 40;
 

@@ -27,6 +27,8 @@ constexpr uint32_t kStatusWeightPtrMisaligned = 0x20u;
 // The weight gradient's out_ptrs entries (GGEMM_DEVICE_STATUS_OUTPUT_PTR_*).
 constexpr uint32_t kStatusOutputPtrNull = 0x40u;
 constexpr uint32_t kStatusOutputPtrMisaligned = 0x80u;
+// A valid_rows entry outside [0, segment size], clamped (GGEMM_DEVICE_STATUS_VALID_ROWS_CLAMPED).
+constexpr uint32_t kStatusValidRowsClamped = 0x100u;
 
 // The enumerations of the descriptor (GGEMM_DTYPE_*, GGEMM_WEIGHTS_*, GGEMM_SCHEDULER_*,
 // GGEMM_WEIGHT_LAYOUT_*): the values pass from the public structs to the kernels unconverted.

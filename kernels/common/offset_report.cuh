@@ -1,5 +1,6 @@
-// The device status word's offset bits, reported by one CTA of the grid (both kernels run this;
-// the scheduler in every CTA skips the experts that bad offsets touch, scheduler.h).
+// The device status word's offset bits (and the valid-row counts' bit), reported by one CTA of
+// the grid (both kernels run this; the scheduler in every CTA skips the experts that bad offsets
+// touch and clamps the counts, scheduler.h).
 #pragma once
 
 #include <cstdint>
@@ -10,14 +11,16 @@
 namespace ggemm {
 
 // Called by every thread of block 0 (kThreads of them) once `offsets` (the shared-memory copy of
-// padded_offsets) is complete; `cta_status` is a shared word zeroed at barrier init. Dense
+// padded_offsets) and `valid_rows` (the counts, or nullptr) are complete; `cta_status` is a shared word zeroed at barrier init. Dense
 // weights: this CTA alone writes the word, whole, so execute need not clear it first.
 // Discrete: execute cleared it and the map builder ORed in pointer bits.
 template <int kThreads>
-__device__ __forceinline__ void report_offsets(const int32_t* offsets, uint32_t* cta_status, const KernelArgs& args,
-                                               int thread) {
+__device__ __forceinline__ void report_offsets(const int32_t* offsets, const int32_t* valid_rows, uint32_t* cta_status,
+                                               const KernelArgs& args, int thread) {
     for (int g = thread; g < args.num_experts; g += kThreads) {
-        const uint32_t bits = offset_status(g == 0 ? 0 : offsets[g - 1], offsets[g], args.m);
+        const int64_t begin = g == 0 ? 0 : offsets[g - 1];
+        uint32_t bits = offset_status(begin, offsets[g], args.m);
+        if (valid_rows != nullptr) bits |= valid_rows_status(begin, offsets[g], valid_rows[g], args.m);
         if (bits != 0) atomicOr(cta_status, bits);
     }
     __syncthreads();

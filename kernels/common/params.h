@@ -29,6 +29,9 @@ struct KernelArgs {
     // pass 2^32 for large M x N, and a wrapped claim would map to an earlier tile.
     unsigned long long* tile_counter;
     uint32_t* device_status;        // optional GGEMM_DEVICE_STATUS_* word
+    // Optional: L counts of valid rows per expert (validated on the device, scheduler.h); rows of
+    // a segment at or past its count are neither computed nor written. nullptr: every row.
+    const int32_t* valid_rows;
     int64_t m;                      // rows of A / prob / C / D this call
     int32_t n;
     int32_t k;

@@ -1,5 +1,7 @@
 // The grouped tile scheduler: turns a linear tile index into (expert, rows, columns) from the
 // device-resident padded_offsets, skipping experts whose offsets (or weight pointer) are unsafe.
+// With valid-row counts, an expert contributes only the row blocks that hold a valid row: tiles
+// wholly past its count are never numbered, so no CTA runs them on either scheduler.
 //
 // Tiles of one expert are numbered in raster groups of `group_m` row blocks: inside a group the
 // row block varies fastest, so CTAs that run at the same time share weight columns (L2 reuse),
@@ -38,6 +40,20 @@ GGEMM_HD uint32_t weight_pointer_status(uint64_t ptr) {
     return (ptr % 16 != 0) ? kStatusWeightPtrMisaligned : 0u;
 }
 
+// What is wrong with a valid-row count of an expert whose offsets are begin and end: below 0, or
+// above the segment's size when the offsets themselves are sound (experts with unsound offsets
+// are skipped whatever their count, and the offset bits report them).
+GGEMM_HD uint32_t valid_rows_status(int64_t begin, int64_t end, int64_t count, int64_t m) {
+    if (count < 0) return kStatusValidRowsClamped;
+    const bool sound = offset_usable(begin, m) && offset_usable(end, m) && end >= begin;
+    return sound && count > end - begin ? kStatusValidRowsClamped : 0u;
+}
+
+// A count clamped to [0, size]: the rows of a segment of `size` rows that are computed.
+GGEMM_HD int64_t clamped_valid_rows(int64_t count, int64_t size) {
+    return count < 0 ? 0 : (count > size ? size : count);
+}
+
 // Rows [row_begin, row_end) of an expert that the kernel computes, or an empty range when the
 // expert is skipped. Its begin and end offsets must both be usable, in order, and the begin must
 // not lie below any earlier usable offset (`high_water`, the largest of offsets[0, g-1)): then
@@ -61,6 +77,7 @@ struct TileCoord {
     int32_t row_begin;  // first row of the tile (< 2^31: M is bounded by the int32 offsets)
     int32_t n_begin;    // first column of the tile (or of the piece: tail_split.h)
     int32_t n_width;    // columns: the tile width, or a piece's
+    int32_t row_end;    // one past the expert's last valid row: rows of the tile at or past it are not written
 };
 
 // Position of tile `local` of an expert with m_blocks x n_blocks tiles, in raster groups of
@@ -84,6 +101,7 @@ template <int kTileM, int kTileN>
 struct GroupedTileScheduler {
     const int32_t* offsets;  // L cumulative row ends (a shared-memory copy in the kernels)
     const uint32_t* weight_status;  // discrete mode: experts with a non-zero word are skipped; else null
+    const int32_t* valid_rows;      // L valid-row counts, or null: every row of a segment is valid
     int64_t m;
     int32_t num_experts;
     int32_t n_blocks;
@@ -95,18 +113,23 @@ struct GroupedTileScheduler {
     int64_t expert_first_tile = 0;
     int64_t expert_tiles = 0;
     int64_t expert_row_begin = 0;
+    int64_t expert_row_end = 0;  // one past its last valid row
     int32_t expert_m_blocks = 0;
 
     GGEMM_HD GroupedTileScheduler(const int32_t* offsets_, const uint32_t* weight_status_, int64_t m_,
-                                  int32_t num_experts_, int32_t n, int32_t group_m_)
-        : offsets(offsets_), weight_status(weight_status_), m(m_), num_experts(num_experts_),
-          n_blocks((n + kTileN - 1) / kTileN), group_m(group_m_) {}
+                                  int32_t num_experts_, int32_t n, int32_t group_m_,
+                                  const int32_t* valid_rows_ = nullptr)
+        : offsets(offsets_), weight_status(weight_status_), valid_rows(valid_rows_), m(m_),
+          num_experts(num_experts_), n_blocks((n + kTileN - 1) / kTileN), group_m(group_m_) {}
 
-    // Tiles expert g contributes: zero when it is empty or skipped.
+    // Tiles expert g contributes: zero when it is empty or skipped. rows receives the rows it
+    // computes: its segment, cut at the clamped count.
     GGEMM_HD int64_t tiles_of(int32_t g, ExpertRows& rows) const {
         rows = expert_rows(offsets, g, m, high_water);
         if (weight_status != nullptr && weight_status[g] != 0) rows = {0, 0};
-        return (rows.row_end - rows.row_begin) / kTileM * n_blocks;
+        if (valid_rows != nullptr && rows.row_end > rows.row_begin)
+            rows.row_end = rows.row_begin + clamped_valid_rows(valid_rows[g], rows.row_end - rows.row_begin);
+        return (rows.row_end - rows.row_begin + kTileM - 1) / kTileM * n_blocks;
     }
 
     // Maps a linear tile index (never smaller than the previous call's) to its tile.
@@ -120,13 +143,14 @@ struct GroupedTileScheduler {
             ExpertRows rows;
             expert_tiles = tiles_of(expert, rows);
             expert_row_begin = rows.row_begin;
-            expert_m_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin) / kTileM);
+            expert_row_end = rows.row_end;
+            expert_m_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin + kTileM - 1) / kTileM);
         }
-        if (expert >= num_experts) return {-1, 0, 0, 0};
+        if (expert >= num_experts) return {-1, 0, 0, 0, 0};
         const TilePosition p =
             raster_tile(index - expert_first_tile, expert_m_blocks, n_blocks, group_m);
         return {expert, static_cast<int32_t>(expert_row_begin + int64_t{p.m_block} * kTileM),
-                p.n_block * kTileN, kTileN};
+                p.n_block * kTileN, kTileN, static_cast<int32_t>(expert_row_end)};
     }
 
     // Maps a work item (never smaller than the previous call's) to its tile or piece of a tile.

@@ -19,6 +19,7 @@ __device__ __forceinline__ TileCoord read_tile_slot(const TileCoord* slot, int l
     tile.row_begin = __shfl_sync(0xffffffffu, tile.row_begin, 0);
     tile.n_begin = __shfl_sync(0xffffffffu, tile.n_begin, 0);
     tile.n_width = __shfl_sync(0xffffffffu, tile.n_width, 0);
+    tile.row_end = __shfl_sync(0xffffffffu, tile.row_end, 0);
     return tile;
 }
 

@@ -180,6 +180,7 @@ __device__ __forceinline__ void publish_to_peer(TileCoord* slot, uint64_t* tile_
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, row_begin), static_cast<uint32_t>(tile.row_begin));
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, n_begin), static_cast<uint32_t>(tile.n_begin));
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, n_width), static_cast<uint32_t>(tile.n_width));
+    ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, row_end), static_cast<uint32_t>(tile.row_end));
     ptx::mbarrier_arrive_cluster(tile_full, 1);  // release.cluster: the stores above come first
 }
 
@@ -461,7 +462,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     // One CTA reports bad offsets; the scheduler in every CTA skips the experts they touch.
     if (blockIdx.x == 0 && args.device_status != nullptr) {
-        report_offsets<Cfg::kThreads>(s.offsets, &s.status, args, thread);
+        report_offsets<Cfg::kThreads>(s.offsets, nullptr, &s.status, args, thread);  // no counts: SM90 only
     }
 
     if (warp < Cfg::kEpilogueWarps) {

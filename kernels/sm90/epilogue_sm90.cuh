@@ -56,10 +56,10 @@ __device__ __forceinline__ void stage_pair(uint32_t addr, float2 v) {
 
 // Copies warp w's 16 rows of a staged slice (its first column col0) to rows row_begin + 16 w..
 // of `out`: lane l moves chunk l % 8 of rows l / 8 + 4 i; chunks at or past N (the tile's tail)
-// stay.
+// and rows at or past `rows` (the warpgroup's valid rows, 64 without counts) stay.
 template <class T>
 __device__ __forceinline__ void copy_slice(uint32_t slice_addr, void* out, int64_t row_begin, int32_t col0,
-                                           int32_t n, int warp, int lane) {
+                                           int32_t n, int warp, int lane, int32_t rows) {
     constexpr int kChunkCols = 16 / static_cast<int>(sizeof(T));
     constexpr int kPasses = 4;  // 16 rows, four per pass
     const int chunk = lane % 8;
@@ -72,7 +72,9 @@ __device__ __forceinline__ void copy_slice(uint32_t slice_addr, void* out, int64
     char* dst = static_cast<char*>(out) + ((row_begin + row) * n + col) * static_cast<int64_t>(sizeof(T));
     const int64_t step = int64_t{4} * n * static_cast<int64_t>(sizeof(T));
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) *reinterpret_cast<uint4*>(dst + i * step) = v[i];
+    for (int i = 0; i < kPasses; ++i) {
+        if (row + 4 * i < rows) *reinterpret_cast<uint4*>(dst + i * step) = v[i];
+    }
 }
 
 // What one thread's share of a tile's epilogue needs besides the accumulators.
@@ -83,6 +85,7 @@ struct FragmentEpilogue {
     uint32_t slice_addr;  // the warpgroup's slice buffer (shared window)
     uint32_t barrier;     // the warpgroup's named barrier (for the bias row)
     int64_t row_begin;    // the warpgroup's first row
+    int32_t rows;         // of its 64 rows, how many are valid (1..64): only those are written
     int32_t n_begin;      // the tile's first column
 };
 
@@ -125,7 +128,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
         ptx::warp_sync();  // the warp's rows of the slice are staged
-        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, warp, lane);
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, warp, lane, e.rows);
         ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }

@@ -9,7 +9,10 @@
 // operand_layout.h). Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width (over a piece's width when the last
 // partial round of tiles is cut along N, kernels/common/tail_split.h), keeping one wgmma batch in
-// flight, then run the epilogue. Two output designs: the math warps' own stores, staged through
+// flight, then run the epilogue. With valid-row counts (KernelArgs::valid_rows), a math warpgroup
+// whose 64 rows all lie past its expert's count skips its wgmma and its epilogue (it still
+// releases every stage), and one whose rows are partly valid writes only the valid ones. Two
+// output designs: the math warps' own stores, staged through
 // shared memory 128 bytes of a row at a time (epilogue_sm90.cuh, every dtype and C), or, for a
 // bf16 D without C, a tile buffer in shared memory stored by TMA while the next tile's main loop
 // runs (tma_store_epilogue_sm90.cuh).
@@ -129,6 +132,8 @@ struct SharedStorage {
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
+    // padded_offsets, then the valid-row counts when they are given and both fit (else the
+    // scheduler reads the counts from global memory, once per expert it visits).
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
 };
@@ -139,10 +144,11 @@ constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage<Cfg>)) + 1024;
 
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
-                                        const CUtensorMap* b_map, const KernelArgs& args) {
+                                        const CUtensorMap* b_map, const KernelArgs& args,
+                                        const int32_t* valid_rows) {
     const bool discrete = args.weight_mode == kDiscrete;
-    GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(
-        s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
+    GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(s.offsets, discrete ? args.weight_status : nullptr, args.m,
+                                                            args.num_experts, args.n, Cfg::kGroupM, valid_rows);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     const bool dynamic = args.scheduler == kDynamic;
 
@@ -241,6 +247,22 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
     for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
 }
 
+// A tile's main loop for a warpgroup whose rows are all past the valid-row count: no wgmma, but
+// the stages are waited for and released like main_loop's, since both math warpgroups share the
+// ring (each stage's `empty` barrier counts every math warp).
+template <class Cfg>
+__device__ __forceinline__ void skip_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane, uint32_t& stage,
+                                               uint32_t& phase) {
+    for (int32_t kb = 0; kb < k_blocks; ++kb) {
+        ptx::mbarrier_wait(&s.full[stage], phase);
+        if (lane == 0) ptx::mbarrier_arrive(&s.empty[stage]);
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+}
+
 // One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh).
 struct WarpStoreOutput {
     FragmentEpilogue epilogue;
@@ -262,6 +284,12 @@ struct TmaStoreOutput {
     }
 };
 
+// How many of a warpgroup's `rows` rows, from row_begin, lie before the tile's valid-row end.
+__device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t row_begin, int32_t rows) {
+    const int32_t valid = tile.row_end - row_begin;
+    return valid < 0 ? 0 : (valid > rows ? rows : valid);
+}
+
 // The per-tile epilogue state of one warpgroup, in the variant's output design. Its global reads
 // are issued when the tile starts, so their latency hides behind the main loop.
 template <class Cfg>
@@ -274,6 +302,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         WarpStoreOutput out;
         out.epilogue.t = epilogue_tile(args, tile.expert);
         out.epilogue.row_begin = row_begin;
+        out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         out.epilogue.n_begin = tile.n_begin;
         out.epilogue.slice_addr = ptx::smem_addr(s.output.epilogue[warpgroup]);
         out.epilogue.bias_addr = ptx::smem_addr(s.output.bias[warpgroup]);
@@ -289,6 +318,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         out.epilogue.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
         out.epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
         out.epilogue.row_begin = row_begin;
+        out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         out.epilogue.n_begin = tile.n_begin;
         out.epilogue.d_map = d_map;
         return out;
@@ -301,6 +331,10 @@ template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
                                          int lane, float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase) {
     static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
+    if (output.epilogue.rows == 0) {  // every row of this warpgroup is past the valid-row count
+        skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
+        return;
+    }
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
     main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
     output.template store<kWidth>(part);
@@ -372,19 +406,26 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     if constexpr (Cfg::kOffsetCapacity < ggemm::kMaxExperts) {
         if (args.num_experts > Cfg::kOffsetCapacity) __trap();
     }
-    // Every role walks the experts: keep the offsets in shared memory.
-    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
+    // Every role walks the experts: keep the offsets, and the counts where they fit too, in
+    // shared memory.
+    const bool shared_counts = args.valid_rows != nullptr && 2 * args.num_experts <= Cfg::kOffsetCapacity;
+    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) {
+        s.offsets[g] = args.padded_offsets[g];
+        if (shared_counts) s.offsets[args.num_experts + g] = args.valid_rows[g];
+    }
     __syncthreads();
+    const int32_t* valid_rows = shared_counts ? s.offsets + args.num_experts : args.valid_rows;
 
-    // One CTA reports bad offsets; the scheduler in every CTA skips the experts they touch.
+    // One CTA reports bad offsets and counts; the scheduler in every CTA skips the experts they
+    // touch and clamps the counts.
     if (blockIdx.x == 0 && args.device_status != nullptr) {
-        report_offsets<Cfg::kThreads>(s.offsets, &s.status, args, thread);
+        report_offsets<Cfg::kThreads>(s.offsets, valid_rows, &s.status, args, thread);
     }
 
     const int warpgroup = thread / 128;
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (thread == 0) produce<Cfg>(s, a_map, b_map, args);
+        if (thread == 0) produce<Cfg>(s, a_map, b_map, args, valid_rows);
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
         compute<Cfg>(s, args, d_map, warpgroup - 1);

@@ -15,6 +15,13 @@
 // async proxy, a second barrier, and the storing thread issues the boxes and commits them as
 // one bulk group. Before the CTA exits, the storing thread waits for all its stores.
 //
+// A warpgroup whose rows are only partly valid (valid-row counts) cannot use the boxes: TMA
+// clips a store at the tensor map's bounds only, and the map's box is 64 rows. Its passes write
+// the same buffer, then each warp copies its own 16 rows out with masked 16-byte stores, as the
+// warp-store epilogue does (epilogue_sm90.cuh, copy_slice): the buffer's atoms have that
+// epilogue's slice layout. Such a warpgroup holds at most one per expert and tile column, so the
+// slower path costs little; whole warpgroups keep the TMA stores.
+//
 // The wgmma accumulator layout (PTX ISA 9.7.15.5.1): in warp w of the warpgroup, lane l holds
 // rows 16w + l/4 and + 8, and in each 8-column group j the columns 8j + 2(l%4) and + 1, as
 // acc[4j..4j+1] and acc[4j+2..4j+3]. That is stmatrix's fragment of an 8 x 8 matrix: one
@@ -30,6 +37,7 @@
 
 #include "kernels/common/epilogue.cuh"
 #include "kernels/sm90/epilogue_layout.h"
+#include "kernels/sm90/epilogue_sm90.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/stmatrix.cuh"
@@ -49,6 +57,7 @@ struct TmaStoreEpilogue {
     uint32_t buffer_addr;      // the same, as a shared-window address
     uint32_t barrier;          // the warpgroup's named barrier
     int32_t row_begin;         // the warpgroup's first row
+    int32_t rows;              // of its 64 rows, how many are valid (1..64): only those are written
     int32_t n_begin;           // the tile's first column
     const CUtensorMap* d_map;  // D: dims {N, M}, box {64, 64}, 128-byte swizzle
 };
@@ -115,6 +124,7 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
     constexpr int kAtoms = kWidth / kAtomColumns;
     constexpr int kPasses = (kAtoms + kBufferAtoms - 1) / kBufferAtoms;
     const bool storer = threadIdx.x % 128 == 0;
+    const bool whole = e.rows == kSliceRows;  // else: masked copies instead of TMA boxes
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
         const int first_atom = pass * kBufferAtoms;
@@ -125,6 +135,19 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
 #pragma unroll
         for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
             write_atom<kValue, BiasT, kWidth>(e, acc, first_atom + a, e.buffer_addr + a * kAtomBytes);
+        }
+        if (!whole) {
+            // Each warp wrote, and now reads, only its own 16 rows of each atom. The next pass (or
+            // tile) rewrites the buffer only after its barrier, when every warp is done here.
+            ptx::warp_sync();
+            const int warp = (threadIdx.x % 128) / 32;
+            const int lane = threadIdx.x % 32;
+#pragma unroll
+            for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
+                copy_slice<__nv_bfloat16>(e.buffer_addr + a * kAtomBytes, e.t.d, e.row_begin,
+                                          e.n_begin + (first_atom + a) * kAtomColumns, e.t.n, warp, lane, e.rows);
+            }
+            continue;
         }
         ptx::fence_proxy_async_shared();  // this thread's stmatrix writes, before the TMA reads them
         ptx::named_barrier_sync(e.barrier, 128);

@@ -57,7 +57,8 @@ struct Desc {
 
 ggemm_args make_args(int64_t m, uintptr_t a, uintptr_t b, uintptr_t b_ptrs, uintptr_t offsets,
                      uintptr_t alpha, uintptr_t prob, uintptr_t bias, uintptr_t c, uintptr_t d,
-                     uintptr_t workspace, uint64_t workspace_size, uintptr_t device_status) {
+                     uintptr_t workspace, uint64_t workspace_size, uintptr_t device_status,
+                     uintptr_t valid_rows) {
     ggemm_args args;
     ggemm_args_init(&args, sizeof args);
     args.m = m;
@@ -73,6 +74,7 @@ ggemm_args make_args(int64_t m, uintptr_t a, uintptr_t b, uintptr_t b_ptrs, uint
     args.workspace = reinterpret_cast<void*>(workspace);
     args.workspace_size = workspace_size;
     args.device_status = reinterpret_cast<uint32_t*>(device_status);
+    args.valid_rows = reinterpret_cast<const int32_t*>(valid_rows);
     return args;
 }
 
@@ -111,9 +113,9 @@ class Plan {
     ggemm_status_t execute(int64_t m, uintptr_t a, uintptr_t b, uintptr_t b_ptrs, uintptr_t offsets,
                            uintptr_t alpha, uintptr_t prob, uintptr_t bias, uintptr_t c, uintptr_t d,
                            uintptr_t workspace, uint64_t workspace_size, uintptr_t device_status,
-                           uintptr_t stream) const {
+                           uintptr_t valid_rows, uintptr_t stream) const {
         const ggemm_args args = make_args(m, a, b, b_ptrs, offsets, alpha, prob, bias, c, d,
-                                          workspace, workspace_size, device_status);
+                                          workspace, workspace_size, device_status, valid_rows);
         return ggemm_execute(plan_, &args, as_stream(stream));
     }
 
@@ -215,10 +217,11 @@ NB_MODULE(_ggemm, m) {
              [](const Desc& self, int64_t m, uintptr_t a, uintptr_t b, uintptr_t b_ptrs,
                 uintptr_t offsets, uintptr_t alpha, uintptr_t prob, uintptr_t bias, uintptr_t c,
                 uintptr_t d, uintptr_t workspace, uint64_t workspace_size, uintptr_t device_status,
-                uintptr_t stream) {
+                uintptr_t valid_rows, uintptr_t stream) {
                  const ggemm_plan_desc desc = self.for_rows(m);
                  const ggemm_args args = make_args(m, a, b, b_ptrs, offsets, alpha, prob, bias, c,
-                                                   d, workspace, workspace_size, device_status);
+                                                   d, workspace, workspace_size, device_status,
+                                                   valid_rows);
                  return ggemm_grouped_gemm(&desc, &args, as_stream(stream));
              });
 

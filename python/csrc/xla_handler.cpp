@@ -37,7 +37,7 @@ ffi::Error refusal(ggemm_status_t status) {
 ffi::Error grouped_gemm(CUstream_st* stream, int32_t device, ffi::AnyBuffer a,
                         ffi::AnyBuffer weights, ffi::Buffer<ffi::S32> padded_offsets,
                         ffi::Buffer<ffi::F32> alpha, ffi::Buffer<ffi::F32> prob, ffi::AnyBuffer bias,
-                        ffi::Result<ffi::AnyBuffer> d, ffi::Result<ffi::AnyBuffer> c,
+                        ffi::Buffer<ffi::S32> valid_rows, ffi::Result<ffi::AnyBuffer> d, ffi::Result<ffi::AnyBuffer> c,
                         ffi::Result<ffi::AnyBuffer> workspace, int32_t weight_mode, int32_t c_dtype,
                         int32_t d_dtype, int32_t bias_dtype, int32_t generate_c, int32_t scheduler,
                         int32_t tile_m, int32_t tile_n, int32_t cluster_m, int32_t sm_margin) {
@@ -52,6 +52,10 @@ ffi::Error grouped_gemm(CUstream_st* stream, int32_t device, ffi::AnyBuffer a,
     const bool discrete = weight_mode == GGEMM_WEIGHTS_DISCRETE;
     if (discrete && weights.size_bytes() != static_cast<size_t>(8 * num_experts)) {
         return ffi::Error::InvalidArgument("ggemm: b_ptrs must hold 8 bytes per expert");
+    }
+    const bool counted = valid_rows.element_count() != 0;
+    if (counted && valid_rows.element_count() != static_cast<size_t>(num_experts)) {
+        return ffi::Error::InvalidArgument("ggemm: valid_rows must hold one count per expert, or none");
     }
 
     ggemm_plan_desc desc;
@@ -86,6 +90,7 @@ ffi::Error grouped_gemm(CUstream_st* stream, int32_t device, ffi::AnyBuffer a,
     args.d = d->untyped_data();
     args.workspace = workspace->size_bytes() > 0 ? workspace->untyped_data() : nullptr;
     args.workspace_size = workspace->size_bytes();
+    args.valid_rows = counted ? valid_rows.typed_data() : nullptr;
 
     const ggemm_status_t status = ggemm_grouped_gemm(&desc, &args, stream);
     return status == GGEMM_SUCCESS ? ffi::Error::Success() : refusal(status);
@@ -103,6 +108,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(ggemm_xla_grouped_gemm, grouped_gemm,
                                   .Arg<ffi::Buffer<ffi::F32>>()      // alpha
                                   .Arg<ffi::Buffer<ffi::F32>>()      // prob
                                   .Arg<ffi::AnyBuffer>()             // bias (empty without)
+                                  .Arg<ffi::Buffer<ffi::S32>>()      // valid_rows (empty without)
                                   .Ret<ffi::AnyBuffer>()             // d
                                   .Ret<ffi::AnyBuffer>()             // c (empty without)
                                   .Ret<ffi::AnyBuffer>()             // workspace

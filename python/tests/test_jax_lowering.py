@@ -41,10 +41,23 @@ def test_dense_with_bias_lowers_to_one_custom_call():
     assert attrs(calls[0]) == dict(weight_mode="0", c_dtype="1", d_dtype="3", bias_dtype="2",
                                    generate_c="1", scheduler="0", tile_m="0", tile_n="0",
                                    cluster_m="0", sm_margin="0")
-    # Operands in handler order: a, b, offsets, alpha, prob, bias; results d, c, workspace.
+    # Operands in handler order: a, b, offsets, alpha, prob, bias, valid_rows (empty without);
+    # results d, c, workspace.
     assert ("(tensor<512x128xbf16>, tensor<4x256x128xbf16>, tensor<4xi32>, tensor<4xf32>, "
-            "tensor<512xf32>, tensor<4x256xf16>) -> (tensor<512x256xf32>, tensor<512x256xbf16>, "
-            "tensor<") in calls[0]
+            "tensor<512xf32>, tensor<4x256xf16>, tensor<0xi32>) -> (tensor<512x256xf32>, "
+            "tensor<512x256xbf16>, tensor<") in calls[0]
+
+
+def test_valid_rows_are_an_operand_and_mask_the_tail():
+    text = lower(lambda a, o, al, p, b, counts: gj.grouped_gemm(a, o, al, p, b=b,
+                                                                valid_rows=counts).d,
+                 *COMMON, spec((L, N, K), jnp.bfloat16), spec((L,), jnp.int32))
+    call = custom_calls(text)[0]
+    assert re.search(r"@ggemm_grouped_gemm\(%arg0, %arg4, %arg1, %arg2, %arg3, %[^,]+, %arg5\)", call)
+    assert "stablehlo.select" in text
+    with pytest.raises(ValueError, match="valid_rows"):
+        lower(lambda a, o, al, p, b, counts: gj.grouped_gemm(a, o, al, p, b=b, valid_rows=counts).d,
+              *COMMON, spec((L, N, K), jnp.bfloat16), spec((L,), jnp.float32))
 
 
 def test_offsets_are_operands_not_constants():

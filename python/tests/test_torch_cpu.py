@@ -112,3 +112,35 @@ def test_n_major_weights_trace_to_one_op_with_n_from_the_last_dim():
 def test_unknown_weight_layout_is_refused():
     with pytest.raises(ValueError, match=r"^weight_layout: expected 'k_major' or 'n_major', got 'nn'$"):
         gt.grouped_gemm(**cpu_problem(), weight_layout="nn")
+
+
+def test_valid_rows_pass_through_the_fake_implementation():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        p = cpu_problem()
+        counts = torch.zeros(4, dtype=torch.int32)
+        d, c = torch.ops.ggemm.grouped_gemm(p["a"], p["padded_offsets"], p["alpha"], p["prob"],
+                                            p["b"], None, None, 256, torch.bfloat16,
+                                            torch.bfloat16, False, False, 0, 0, 0, 0, "k_major",
+                                            counts)
+        assert d.shape == (512, 256)
+
+
+def test_valid_rows_are_refused_with_autograd_before_any_call():
+    p = cpu_problem()
+    p["a"].requires_grad_()
+    with pytest.raises(ValueError, match=r"^valid_rows: expected None when an input requires grad"):
+        gt.grouped_gemm(**p, valid_rows=torch.zeros(4, dtype=torch.int32))
+
+
+def test_valid_rows_rules():
+    import ggemm._rules as rules
+    from types import SimpleNamespace
+    ops = SimpleNamespace(num_experts=4, device=0)
+    rules.check_valid_rows(gt.DTYPES, None, ops)
+    with pytest.raises(ValueError, match=r"^valid_rows: expected dtype int32, got torch.int64$"):
+        rules.check_valid_rows(gt.DTYPES, torch.zeros(4, dtype=torch.int64), ops)
+    with pytest.raises(ValueError, match=r"^valid_rows: expected a contiguous vector of shape"):
+        rules.check_valid_rows(gt.DTYPES, torch.zeros(2, 2, dtype=torch.int32), ops)
+    with pytest.raises(ValueError, match=r"^valid_rows: expected a tensor on cuda:0"):
+        rules.check_valid_rows(gt.DTYPES, torch.zeros(4, dtype=torch.int32), ops)

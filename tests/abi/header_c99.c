@@ -31,7 +31,7 @@ ABI_ASSERT(desc_reserved0, offsetof(ggemm_plan_desc, reserved0) == 76);
 ABI_ASSERT(desc_weight_layout, offsetof(ggemm_plan_desc, weight_layout) == 80);
 ABI_ASSERT(desc_reserved1, offsetof(ggemm_plan_desc, reserved1) == 84);
 
-ABI_ASSERT(args_size, sizeof(ggemm_args) == 112);
+ABI_ASSERT(args_size, sizeof(ggemm_args) == 120);
 ABI_ASSERT(args_struct_size, offsetof(ggemm_args, struct_size) == 0);
 ABI_ASSERT(args_reserved0, offsetof(ggemm_args, reserved0) == 4);
 ABI_ASSERT(args_m, offsetof(ggemm_args, m) == 8);
@@ -47,6 +47,7 @@ ABI_ASSERT(args_d, offsetof(ggemm_args, d) == 80);
 ABI_ASSERT(args_workspace, offsetof(ggemm_args, workspace) == 88);
 ABI_ASSERT(args_workspace_size, offsetof(ggemm_args, workspace_size) == 96);
 ABI_ASSERT(args_device_status, offsetof(ggemm_args, device_status) == 104);
+ABI_ASSERT(args_valid_rows, offsetof(ggemm_args, valid_rows) == 112);
 ABI_ASSERT(args_min_size, GGEMM_ARGS_MIN_SIZE == offsetof(ggemm_args, device_status));
 
 ABI_ASSERT(wgrad_desc_size, sizeof(ggemm_wgrad_desc) == 64);

@@ -79,6 +79,8 @@ expect_caught contract 's/kStatusOutputPtrNull = 0x40u;/kStatusOutputPtrNull = 0
     "GGEMM_DEVICE_STATUS_OUTPUT_PTR_NULL must equal"
 expect_caught contract 's/kStatusOutputPtrMisaligned = 0x80u;/kStatusOutputPtrMisaligned = 0x100u;/' \
     "GGEMM_DEVICE_STATUS_OUTPUT_PTR_MISALIGNED must equal"
+expect_caught contract 's/kStatusValidRowsClamped = 0x100u;/kStatusValidRowsClamped = 0x200u;/' \
+    "GGEMM_DEVICE_STATUS_VALID_ROWS_CLAMPED must equal"
 expect_caught contract 's/kWgradOutputDense = 0,/kWgradOutputDense = 2,/' "GGEMM_WGRAD_OUTPUT_DENSE must equal"
 expect_caught contract 's/kWgradOutputPointers = 1 }/kWgradOutputPointers = 2 }/' \
     "GGEMM_WGRAD_OUTPUT_POINTERS must equal"

@@ -51,6 +51,7 @@ CaseBuffers::CaseBuffers(const HostCase& host_case, bool dense, bool discrete) {
     if (dense) b_.allocate(host_case.b.size() * sizeof(uint16_t));
     if (discrete) b_ptrs_.allocate(static_cast<std::size_t>(config.num_experts) * sizeof(uint64_t));
     offsets_.allocate(host_case.offsets.size() * sizeof(int32_t));
+    valid_rows_.allocate(host_case.valid_rows.size() * sizeof(int32_t));
     alpha_.allocate(host_case.alpha.size() * sizeof(float));
     prob_.allocate(host_case.prob.size() * sizeof(float));
     bias_.allocate(host_case.bias.size());
@@ -70,12 +71,18 @@ void CaseBuffers::upload(const HostCase& host_case, bool with_weights) {
         upload_weight_pointers(expert_weights_.pointers());
     }
     upload_offsets(host_case.offsets);
+    if (!host_case.valid_rows.empty()) upload_valid_rows(host_case.valid_rows);
     alpha_.upload(host_case.alpha);
     prob_.upload(host_case.prob);
     if (!host_case.bias.empty()) bias_.upload(host_case.bias);
 }
 
 void CaseBuffers::upload_offsets(const std::vector<int32_t>& offsets) { offsets_.upload(offsets); }
+
+void CaseBuffers::upload_valid_rows(const std::vector<int32_t>& valid_rows) {
+    REQUIRE_MESSAGE(valid_rows_.get() != nullptr, "this case was made without valid-row counts");
+    valid_rows_.upload(valid_rows);
+}
 
 void CaseBuffers::upload_weight_pointers(const std::vector<uint64_t>& pointers) {
     REQUIRE(b_ptrs_.get() != nullptr);
@@ -115,6 +122,7 @@ ggemm_args CaseBuffers::args(int32_t weight_mode) const {
     args.workspace = workspace_.get();
     args.workspace_size = workspace_.bytes();
     args.device_status = status_.as<uint32_t>();
+    args.valid_rows = valid_rows_.as<const int32_t>();  // nullptr when the case has no counts
     return args;
 }
 

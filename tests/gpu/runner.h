@@ -43,6 +43,7 @@ public:
     // at other allocations and need the old ones unchanged); shapes must match the constructor's.
     void upload(const HostCase& host_case, bool with_weights = true);
     void upload_offsets(const std::vector<int32_t>& offsets);
+    void upload_valid_rows(const std::vector<int32_t>& valid_rows);  // the case must have counts
     void upload_weight_pointers(const std::vector<uint64_t>& pointers);  // discrete: the b_ptrs contents
     void poison(cudaStream_t stream);        // C, D <- kPoisonByte; status <- kStatusSentinel
     void ensure_workspace(uint64_t bytes);
@@ -60,7 +61,7 @@ private:
     int64_t m_ = 0;
     int64_t rows_allocated_ = 0;
     bool has_c_ = false;
-    DeviceBuffer a_, b_, offsets_, alpha_, prob_, bias_, b_ptrs_;
+    DeviceBuffer a_, b_, offsets_, valid_rows_, alpha_, prob_, bias_, b_ptrs_;
     DeviceBuffer c_, d_, status_, workspace_;
     ExpertWeights expert_weights_;
     uint64_t weights_seed_ = 0;

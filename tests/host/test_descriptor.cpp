@@ -235,6 +235,32 @@ TEST_CASE("reading ggemm_args of the first version leaves device_status NULL") {
     CHECK(read.workspace_size == base.workspace_size);
 }
 
+TEST_CASE("reading ggemm_args that end after device_status leaves valid_rows NULL") {
+    unsigned char bytes[sizeof(ggemm_args)];
+    std::memset(bytes, 0xee, sizeof bytes);  // what lies past the caller's struct is not theirs
+    ggemm_args base = ggemm_fakes::valid_args();
+    uint32_t status_word = 0;
+    base.device_status = &status_word;
+    const uint32_t size = offsetof(ggemm_args, valid_rows);
+    std::memcpy(bytes, &base, size);
+    reinterpret_cast<ggemm_args*>(bytes)->struct_size = size;
+    ggemm_args read;
+    REQUIRE(ggemm::read_args(reinterpret_cast<ggemm_args*>(bytes), "args", &read) == GGEMM_SUCCESS);
+    CHECK(read.valid_rows == nullptr);
+    CHECK(read.device_status == &status_word);
+
+    ggemm_args init;
+    std::memset(&init, 0xab, sizeof init);
+    REQUIRE(ggemm_args_init(&init, size) == GGEMM_SUCCESS);
+    CHECK(init.struct_size == size);
+    CHECK(init.device_status == nullptr);
+    const auto* raw = reinterpret_cast<const unsigned char*>(&init);
+    CHECK(raw[size] == 0xab);  // the field past the caller's struct is left alone
+
+    base.struct_size = size + 4;  // half of valid_rows
+    CHECK(ggemm::read_args(&base, "args", &read) == GGEMM_ERROR_STRUCT_SIZE);
+}
+
 TEST_CASE("every status code has its own name") {
     std::set<std::string> names;
     for (ggemm_status_t status = GGEMM_SUCCESS; status <= GGEMM_ERROR_INVALID_VALUE; ++status) {

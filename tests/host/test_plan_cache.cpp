@@ -286,3 +286,20 @@ TEST_CASE("one-shot calls run on the cached plan and report their own refusals")
     REQUIRE(ggemm_plan_cache_size(&count) == GGEMM_SUCCESS);
     CHECK(count == 1);
 }
+
+TEST_CASE("one-shot calls with and without valid-row counts share one cached plan") {
+    ScopedPlanFactory fake(&fake_plan_factory);
+    ggemm_plan_desc desc = valid_desc();
+    ggemm_args args = valid_args();
+    args.valid_rows = at<const int32_t>(kDevice0 + 12 * (uintptr_t{1} << 30) + 2);  // refused: misaligned
+    CHECK(ggemm_grouped_gemm(&desc, &args, nullptr) == GGEMM_ERROR_MISALIGNED);
+    CHECK(message_contains("args->valid_rows = "));
+    args.valid_rows = nullptr;
+    args.m = 8192;  // refused before any device question
+    CHECK(ggemm_grouped_gemm(&desc, &args, nullptr) == GGEMM_ERROR_INVALID_SHAPE);
+    args.valid_rows = at<const int32_t>(kDevice0 + 13 * (uintptr_t{1} << 30));
+    CHECK(ggemm_grouped_gemm(&desc, &args, nullptr) == GGEMM_ERROR_INVALID_SHAPE);
+    uint64_t count = 0;
+    REQUIRE(ggemm_plan_cache_size(&count) == GGEMM_SUCCESS);
+    CHECK(count == 1);
+}

@@ -673,3 +673,31 @@ TEST_CASE("gpu_util: the output check passes exact outputs and catches writes, N
     // A buffer nobody wrote fails the normal check (the defined rows are NaN).
     CHECK_FALSE(check(all_poison, false).ok());
 }
+
+TEST_CASE("reference: valid-row counts cut each expert at its clamped count and are judged like the kernel") {
+    // L = 4 of 256 rows each, M = 1024; counts 0 (skipped), 65, 300 (clamped to 256), -4 (0).
+    TinyProblem problem(1024, {256, 512, 768, 1024});
+    std::vector<int32_t> counts = {0, 65, 300, -4};
+    Problem view = problem.view();
+    view.valid_rows = counts.data();
+    const std::vector<ExpertRows> experts = computed_experts(view);
+    REQUIRE(experts.size() == 2);
+    CHECK(experts[0].expert == 1);
+    CHECK(experts[0].begin == 256);
+    CHECK(experts[0].end == 256 + 65);
+    CHECK(experts[1].expert == 2);
+    CHECK(experts[1].end == 768);
+    const std::vector<int32_t> owner = defined_rows(view, 1024);
+    CHECK(owner[0] == -1);
+    CHECK(owner[256 + 64] == 1);
+    CHECK(owner[256 + 65] == -1);
+    CHECK(owner[767] == 2);
+    CHECK(owner[768] == -1);
+    CHECK(compute_reference(view).rows.size() == 65u + 256u);
+    CHECK(valid_rows_violations(view) == 0x100u);
+    counts = {0, 65, 256, 0};
+    CHECK(valid_rows_violations(view) == 0u);
+    view.valid_rows = nullptr;
+    CHECK(valid_rows_violations(view) == 0u);
+    CHECK(computed_experts(view).size() == 4u);
+}

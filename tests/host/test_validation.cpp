@@ -217,6 +217,26 @@ ggemm_args args_for(const ggemm_plan& plan) {
 
 }  // namespace
 
+TEST_CASE_FIXTURE(ExecuteFixture, "valid-row counts: any 4-byte aligned device array on SM90, refused on SM100") {
+    const ggemm_plan plan = make_plan();
+    REQUIRE(plan.variant.arch == 90);
+    ggemm_args args = args_for(plan);
+    args.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice + 4);  // a slice of a larger array
+    CHECK(ggemm::validate_args(plan, args, plan.desc.m_capacity, 0, oracle) == GGEMM_SUCCESS);
+    args.valid_rows = at<const int32_t>(kManaged + 12);
+    CHECK(ggemm::validate_args(plan, args, plan.desc.m_capacity, 0, oracle) == GGEMM_SUCCESS);
+
+    ggemm_plan sm100;
+    REQUIRE(ggemm::build_plan(valid_desc(), sm100_device(), list_of(variants), &sm100) == GGEMM_SUCCESS);
+    REQUIRE(sm100.variant.arch == 100);
+    args = args_for(sm100);
+    CHECK(ggemm::validate_args(sm100, args, sm100.desc.m_capacity, 0, oracle) == GGEMM_SUCCESS);
+    args.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice);
+    CHECK(ggemm::validate_args(sm100, args, sm100.desc.m_capacity, 0, oracle) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK_MESSAGE(message_contains("args->valid_rows is set but the plan runs the SM100 kernel"),
+                  std::string(ggemm::last_error()));
+}
+
 TEST_CASE_FIXTURE(ExecuteFixture, "valid arguments pass, M = 0 included") {
     for (int mode = 0; mode < 4; ++mode) {
         CAPTURE(mode);
@@ -312,6 +332,12 @@ TEST_CASE_FIXTURE(ExecuteFixture, "execute refusals, dense plan with a dynamic s
          GGEMM_ERROR_NOT_DEVICE_MEMORY, "args->device_status"},
         {"workspace on the host", [](ggemm_args& a) { a.workspace = at(kPinned + 256); },
          GGEMM_ERROR_NOT_DEVICE_MEMORY, "args->workspace = 0x7d0000000100 is pinned host memory"},
+        {"valid_rows misaligned", [](ggemm_args& a) { a.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice + 2); },
+         GGEMM_ERROR_MISALIGNED, "args->valid_rows = 0x7f0300000002 is not 4-byte aligned"},
+        {"valid_rows on the host", [](ggemm_args& a) { a.valid_rows = at<const int32_t>(kPageable + 4); },
+         GGEMM_ERROR_NOT_DEVICE_MEMORY, "args->valid_rows = 0x100004 is host memory unknown to CUDA"},
+        {"valid_rows on another device", [](ggemm_args& a) { a.valid_rows = at<const int32_t>(kDevice1 + 4); },
+         GGEMM_ERROR_NOT_DEVICE_MEMORY, "args->valid_rows = 0x7e0000000004 is device memory of device 1"},
     };
     for (const ArgsRow& row : rows) {
         CAPTURE(row.what);

@@ -50,6 +50,7 @@ Problem HostCase::problem() const {
     p.c_dtype = config.c_dtype;
     p.d_dtype = config.d_dtype;
     p.weight_layout = config.weight_layout;
+    p.valid_rows = valid_rows.empty() ? nullptr : valid_rows.data();
     return p;
 }
 

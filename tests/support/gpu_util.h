@@ -65,6 +65,7 @@ struct HostCase {
     std::vector<float> alpha;      // L
     std::vector<float> prob;       // M
     std::vector<uint8_t> bias;     // L x N of bias_dtype, empty without bias
+    std::vector<int32_t> valid_rows;  // L valid-row counts passed as args.valid_rows; empty: none
 
     Problem problem() const;       // the dense view for the reference
     int64_t rows_used() const;     // padded_offsets[L-1] (as given, may be bad)

@@ -230,6 +230,19 @@ uint32_t offset_violations(const int32_t* padded_offsets, int32_t num_experts, i
     return broken;
 }
 
+uint32_t valid_rows_violations(const Problem& problem) {
+    if (problem.valid_rows == nullptr) return 0;
+    const auto usable = [&](int64_t v) { return v >= 0 && v % 256 == 0 && v <= problem.m; };
+    for (int32_t g = 0; g < problem.num_experts; ++g) {
+        const int64_t begin = g == 0 ? 0 : problem.padded_offsets[g - 1];
+        const int64_t end = problem.padded_offsets[g];
+        const int64_t count = problem.valid_rows[g];
+        if (count < 0) return 0x100u;
+        if (usable(begin) && usable(end) && end >= begin && count > end - begin) return 0x100u;
+    }
+    return 0;
+}
+
 std::vector<ExpertRows> computed_experts(const Problem& problem) {
     // docs/API.md, "Device status word": experts whose offsets are unsafe are skipped. Expert g
     // runs only when its begin (offsets[g-1], or 0) and end (offsets[g]) are each >= 0,
@@ -246,7 +259,13 @@ std::vector<ExpertRows> computed_experts(const Problem& problem) {
         if (!usable(begin) || !usable(end) || end < begin || begin < high_water) continue;
         if (end == begin) continue;
         if (problem.b == nullptr && (problem.b_experts == nullptr || problem.b_experts[g] == nullptr)) continue;
-        experts.push_back({g, begin, end});
+        int64_t valid_end = end;
+        if (problem.valid_rows != nullptr) {
+            const int64_t count = problem.valid_rows[g];
+            valid_end = begin + std::max<int64_t>(0, std::min<int64_t>(count, end - begin));
+        }
+        if (valid_end == begin) continue;
+        experts.push_back({g, begin, valid_end});
     }
     return experts;
 }

@@ -94,10 +94,15 @@ struct Problem {
     int32_t bias_dtype = kDTypeNone;
     int32_t c_dtype = kDTypeBF16;
     int32_t d_dtype = kDTypeBF16;
+    const int32_t* valid_rows = nullptr;         // L valid-row counts, or nullptr: every row of a segment
 };
 
 // GGEMM_DEVICE_STATUS_OFFSET_* bits for every rule the offsets break (0 when all are valid).
 uint32_t offset_violations(const int32_t* padded_offsets, int32_t num_experts, int64_t m);
+
+// GGEMM_DEVICE_STATUS_VALID_ROWS_CLAMPED when a count is negative, or above its segment's size
+// where the segment's offsets are sound (docs/API.md, "Valid-row counts"); else 0.
+uint32_t valid_rows_violations(const Problem& problem);
 
 struct ExpertRows {
     int32_t expert;
@@ -106,7 +111,7 @@ struct ExpertRows {
 };
 
 // The non-empty experts the contract computes, in expert order: offsets valid and (discrete
-// mode) weight pointer non-null. Rows claimed by two of them (possible only with bad offsets)
+// mode) weight pointer non-null; with valid-row counts, each cut at its clamped count. Rows claimed by two of them (possible only with bad offsets)
 // are left out by defined_rows().
 std::vector<ExpertRows> computed_experts(const Problem& problem);
 

@@ -217,7 +217,10 @@ def _backward_fake(grad_d, grad_c, a, padded_offsets, alpha, prob, b, b_ptrs, bi
 
 def _op_setup_context(ctx, inputs, output):
     (a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, _c_dtype, _d_dtype, generate_c,
-     dynamic_sched, _tile_m, _tile_n, _cluster_m, _sm_margin, weight_layout) = inputs
+     dynamic_sched, _tile_m, _tile_n, _cluster_m, _sm_margin, weight_layout, valid_rows) = inputs
+    if valid_rows is not None:
+        raise ValueError("valid_rows: expected None when an input requires grad (valid-row "
+                         "counts are forward-only), got a tensor")
     _save(ctx, (a, padded_offsets, alpha, prob, b, b_ptrs, bias), n, generate_c, dynamic_sched,
           weight_layout)
 
@@ -229,7 +232,7 @@ def _op_backward(ctx, grad_d, grad_c):
     grads = _backward_op(grad_d, grad_c, a, padded_offsets, alpha, prob, b, b_ptrs, bias, ctx.n,
                          ctx.dynamic_sched, ctx.weight_layout, *needs)
     grads = tuple(g if need else None for g, need in zip(grads, needs))
-    return _input_order(grads) + (None,) * 10
+    return _input_order(grads) + (None,) * 11
 
 
 _gt._grouped_gemm_op.register_autograd(_op_backward, setup_context=_op_setup_context)

@@ -25,8 +25,10 @@ DEVICE_STATUS_BITS = {
     0x20: "a b_ptrs entry is not 16-byte aligned",
     0x40: "an out_ptrs entry (weight gradient) is NULL",
     0x80: "an out_ptrs entry (weight gradient) is not 16-byte aligned",
+    0x100: "a valid_rows count is negative or above its segment's size (clamped)",
 }
 OFFSET_BITS = 0xF
+VALID_ROWS_CLAMPED = 0x100
 
 
 class GgemmError(RuntimeError):
@@ -70,9 +72,11 @@ def plan_cache_clear():
 def device_status_error(word):
     """The GgemmError a non-zero device status word stands for."""
     reasons = [text for bit, text in DEVICE_STATUS_BITS.items() if word & bit]
-    status = ERROR_BAD_OFFSETS if word & OFFSET_BITS else ERROR_BAD_WEIGHT_POINTERS
-    return GgemmError(status, "device status 0x%x: %s; the experts concerned were skipped"
-                      % (word, "; ".join(reasons)))
+    status = (ERROR_BAD_OFFSETS if word & (OFFSET_BITS | VALID_ROWS_CLAMPED)
+              else ERROR_BAD_WEIGHT_POINTERS)
+    consequence = ("the experts concerned were skipped" if word & ~VALID_ROWS_CLAMPED
+                   else "the counts were clamped to their segments")
+    return GgemmError(status, "device status 0x%x: %s; %s" % (word, "; ".join(reasons), consequence))
 
 
 _desc_cache = {}

@@ -105,6 +105,16 @@ def check_vector(name, t, length, length_label):
                f"shape {tuple(shape)} with strides {tuple(t.stride())}")
 
 
+def check_valid_rows(dt, valid_rows, ops, addresses=True):
+    """valid_rows: None, or an (L,) int32 contiguous vector of per-expert valid-row counts on the
+    operands' device (read on the device: values outside [0, segment size] are clamped there)."""
+    if valid_rows is None:
+        return
+    check_dtype("valid_rows", valid_rows, dt.int32, "int32")
+    check_vector("valid_rows", valid_rows, ops.num_experts, "L")
+    check_placement("valid_rows", valid_rows, ops.device, 4, addresses, device_of="padded_offsets")
+
+
 def weight_layout_code(weight_layout):
     """The GGEMM_WEIGHT_LAYOUT_* of "k_major" or "n_major"."""
     code = lib.WEIGHT_LAYOUTS.get(weight_layout) if isinstance(weight_layout, str) else None

@@ -72,13 +72,21 @@ def _workspace_bytes(key):
 def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
                  c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
                  dynamic_sched=False, zero_tail=True, tile_m=0, tile_n=0, cluster_m=0,
-                 sm_margin=0):
+                 sm_margin=0, valid_rows=None):
     """The grouped GEMM on JAX arrays; returns GroupedGemmResult(d, c).
 
     a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32; prob (M,)
     f32; weights either b (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses
     as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
-    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing."""
+    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing.
+
+    valid_rows: optional (L,) int32 per-expert valid-row counts (SM90 only): rows
+    [begin_g + valid_rows[g], end_g) of each segment are not computed (counts outside [0, segment
+    size] are clamped on the device). With zero_tail (the default) those rows of d and c are
+    zeros, like the rows past the last offset; without it they are left undefined. The
+    fixed-capacity expert-parallel layout (L, capacity, K), capacity a multiple of 256, is passed
+    as a = x.reshape(L * capacity, K), padded_offsets = capacity * arange(1, L + 1), valid_rows =
+    the token counts."""
     if a is None or a.ndim != 2:
         _refuse("a", "a 2-D (M, K) array", "None" if a is None else f"shape {tuple(a.shape)}")
     m, k = a.shape
@@ -130,6 +138,11 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
         bias = jnp.zeros((0,), jnp.bfloat16)
     c_code = _output_code("c_dtype", c_dtype)
     d_code = _output_code("d_dtype", d_dtype)
+    counts = valid_rows
+    if counts is not None:
+        _expect("valid_rows", counts, (num_experts,), jnp.int32, "(L,)")
+    else:
+        counts = jnp.zeros((0,), jnp.int32)
 
     scheduler = lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
     key = (0, n, k, num_experts, weight_mode, c_code, d_code, bias_code, bool(generate_c),
@@ -139,14 +152,20 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     call = jax.ffi.ffi_call(TARGET, (jax.ShapeDtypeStruct((m, n), d_dtype),
                                      jax.ShapeDtypeStruct(c_shape, c_dtype),
                                      jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
-    d, c, _ = call(a, weights, padded_offsets, alpha, prob, bias,
+    d, c, _ = call(a, weights, padded_offsets, alpha, prob, bias, counts,
                    weight_mode=np.int32(weight_mode), c_dtype=np.int32(c_code),
                    d_dtype=np.int32(d_code), bias_dtype=np.int32(bias_code),
                    generate_c=np.int32(bool(generate_c)), scheduler=np.int32(scheduler),
                    tile_m=np.int32(tile_m), tile_n=np.int32(tile_n),
                    cluster_m=np.int32(cluster_m), sm_margin=np.int32(sm_margin))
     if zero_tail:
-        computed = (jnp.arange(m, dtype=jnp.int32) < padded_offsets[-1])[:, None]
+        rows = jnp.arange(m, dtype=jnp.int32)
+        computed = rows < padded_offsets[-1]
+        if valid_rows is not None:  # and before its expert's count (clamped as the kernel does)
+            expert = jnp.minimum(jnp.searchsorted(padded_offsets, rows, side="right"), num_experts - 1)
+            begin = jnp.where(expert == 0, 0, padded_offsets[jnp.maximum(expert - 1, 0)])
+            computed = computed & (rows - begin < jnp.maximum(valid_rows[expert], 0))
+        computed = computed[:, None]
         d = jnp.where(computed, d, jnp.zeros((), d.dtype))
         if generate_c:
             c = jnp.where(computed, c, jnp.zeros((), c.dtype))

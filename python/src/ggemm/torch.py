@@ -58,7 +58,7 @@ class _StatusWord:
 
 
 def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, workspace_bytes,
-            workspace, check_status):
+            workspace, check_status, valid_rows=None):
     """Enqueues one call through `run` (Desc.grouped_gemm or Plan.execute) on the current stream
     of the operands' device."""
     if workspace is None and workspace_bytes:
@@ -73,7 +73,8 @@ def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, wor
         status = run(ops.m, a.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(),
                      alpha.data_ptr(), prob.data_ptr(), _ptr(bias), _ptr(c), d.data_ptr(),
                      _ptr(workspace), workspace_bytes if workspace is not None else 0,
-                     _ptr(status_word.word) if status_word else 0, _stream(device))
+                     _ptr(status_word.word) if status_word else 0, _ptr(valid_rows),
+                     _stream(device))
     finally:
         if switch:
             torch.cuda.set_device(previous)
@@ -90,9 +91,11 @@ def _plan_key(ops, c_code, d_code, generate_c, dynamic_sched, tile_m, tile_n, cl
 
 
 def _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
-           dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status, weight_layout):
+           dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status, weight_layout,
+           valid_rows=None):
     ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
                                weight_layout=rules.weight_layout_code(weight_layout))
+    rules.check_valid_rows(DTYPES, valid_rows, ops)
     c_code = rules.output_code(DTYPES, "c_dtype", c_dtype)
     d_code = rules.output_code(DTYPES, "d_dtype", d_dtype)
     desc, workspace_bytes = lib.desc_for(_plan_key(ops, c_code, d_code, generate_c, dynamic_sched,
@@ -101,7 +104,7 @@ def _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
     d = torch.empty(shape, dtype=d_dtype, device=a.device)
     c = torch.empty(shape, dtype=c_dtype, device=a.device) if generate_c else None
     _launch(desc.grouped_gemm, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d,
-            workspace_bytes, None, check_status)
+            workspace_bytes, None, check_status, valid_rows)
     return GroupedGemmResult(d, c)
 
 
@@ -112,11 +115,11 @@ def _grouped_gemm_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch
                      prob: torch.Tensor, b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor],
                      bias: Optional[torch.Tensor], n: int, c_dtype: torch.dtype,
                      d_dtype: torch.dtype, generate_c: bool, dynamic_sched: bool, tile_m: int,
-                     tile_n: int, cluster_m: int, sm_margin: int,
-                     weight_layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+                     tile_n: int, cluster_m: int, sm_margin: int, weight_layout: str,
+                     valid_rows: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     d, c = _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                   generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, False,
-                  weight_layout)
+                  weight_layout, valid_rows)
     if c is None:
         c = torch.empty(0, dtype=c_dtype, device=a.device)
     return d, c
@@ -125,7 +128,7 @@ def _grouped_gemm_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch
 @_grouped_gemm_op.register_fake
 def _grouped_gemm_fake(a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, c_dtype, d_dtype,
                        generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin,
-                       weight_layout):
+                       weight_layout, valid_rows=None):
     m = a.shape[0]
     d = a.new_empty((m, n), dtype=d_dtype)
     c = a.new_empty((m, n) if generate_c else (0,), dtype=c_dtype)
@@ -154,17 +157,19 @@ def _result(ops, d, c, generate_c):
 
 
 def _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype, generate_c,
-            dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, weight_layout):
+            dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, weight_layout, valid_rows=None):
     """The torch.compile path: shape rules on the symbolic tensors, natural views, the op."""
     ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
                                addresses=False,
                                weight_layout=rules.weight_layout_code(weight_layout))
+    rules.check_valid_rows(DTYPES, valid_rows, ops, addresses=False)
     rules.output_code(DTYPES, "c_dtype", c_dtype)
     rules.output_code(DTYPES, "d_dtype", d_dtype)
     a, prob, b, bias = _natural_views(ops, a, prob, b, bias)
     d, c = _grouped_gemm_op(a, padded_offsets, alpha, prob, b, b_ptrs, bias, ops.n, c_dtype,
                             d_dtype, bool(generate_c), bool(dynamic_sched), int(tile_m),
-                            int(tile_n), int(cluster_m), int(sm_margin), weight_layout)
+                            int(tile_n), int(cluster_m), int(sm_margin), weight_layout,
+                            valid_rows)
     return _result(ops, d, c, generate_c)
 
 
@@ -189,7 +194,7 @@ def _differentiable(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype,
 def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
                  c_dtype=torch.bfloat16, d_dtype=torch.bfloat16, generate_c=False,
                  dynamic_sched=False, tile_m=0, tile_n=0, cluster_m=0, sm_margin=0,
-                 check_status=False, weight_layout="k_major"):
+                 check_status=False, weight_layout="k_major", valid_rows=None):
     """The grouped GEMM in one call; returns GroupedGemmResult(d, c).
 
     a (M, K) bf16; padded_offsets (L,) int32 cumulative row ends on the device; alpha (L,) fp32;
@@ -205,25 +210,38 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     rows at or past padded_offsets[-1] of d and c are not written (torch.empty leaves them as
     the allocator had them). check_status=True reads the device status word after the call
     (synchronizing; not allowed during CUDA-graph capture or torch.compile) and raises
-    GgemmError on bad offsets or weight pointers.
+    GgemmError on bad offsets or weight pointers (or clamped valid_rows counts).
+
+    valid_rows: optional (L,) int32 CUDA tensor of per-expert valid-row counts (SM90 only):
+    rows [begin_g + valid_rows[g], end_g) of each segment are neither computed nor written (in
+    d and c they hold whatever torch.empty left), tiles wholly past a count are not run. Counts
+    outside [0, segment size] are clamped on the device (check_status reports them). The
+    fixed-capacity expert-parallel layout (L, capacity, K) with capacity a multiple of 256 is
+    passed as a = x.view(L * capacity, K), padded_offsets = capacity * arange(1, L + 1),
+    valid_rows = the token counts. Forward only: refused (ValueError) when an input requires
+    grad, since the rows past the counts of d are not a function of the inputs.
 
     Autograd: with inputs that require grad, gradients reach a, b (dense weights only), prob,
     alpha and bias, computed by ggemm's own GEMMs (docs/python.md, "Autograd"); gradients of
     rows at or past padded_offsets[-1] are zero."""
+    if valid_rows is not None and _wants_grad(a, alpha, prob, b, bias):
+        rules.refuse("valid_rows", "None when an input requires grad (valid-row counts are "
+                     "forward-only: the rows past the counts are left unwritten, so they have no "
+                     "gradient to define; use torch.no_grad() or detach the inputs)", "a tensor")
     if torch.compiler.is_compiling():
         if check_status:
             raise ValueError("check_status: expected False under torch.compile (reading the "
                              "device status synchronizes), got True")
         return _traced(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                        generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin,
-                       weight_layout)
+                       weight_layout, valid_rows)
     if _wants_grad(a, alpha, prob, b, bias):
         return _differentiable(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype,
                                d_dtype, generate_c, dynamic_sched, tile_m, tile_n, cluster_m,
                                sm_margin, check_status, weight_layout)
     return _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                   generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status,
-                  weight_layout)
+                  weight_layout, valid_rows)
 
 
 # --- discrete weights ------------------------------------------------------------------------------
@@ -383,9 +401,11 @@ class GroupedGemm:
         return text
 
     def execute(self, a, d, padded_offsets, alpha, prob, b=None, b_ptrs=None, bias=None, c=None,
-                workspace=None, check_status=False):
+                workspace=None, check_status=False, valid_rows=None):
         """Enqueues the call on the current stream, writing d (and c with generate_c); returns
         GroupedGemmResult(d, c). Any M up to m_capacity (a multiple of 256) is accepted.
+        valid_rows: optional (L,) int32 per-expert valid-row counts, as in grouped_gemm (rows
+        past them are left as they were in d and c).
         workspace: optional uint8 CUDA tensor of at least `workspace_bytes`; by default one is
         taken from the caching allocator for this call."""
         if self._plan is None:
@@ -399,6 +419,7 @@ class GroupedGemm:
                 rules.refuse("a", f"M <= m_capacity = {self.m_capacity}", f"M = {ops.m}")
             rules.check_same_problem(plan_ops, ops)
         rules.check_output(DTYPES, "d", d, ops, self.d_dtype)
+        rules.check_valid_rows(DTYPES, valid_rows, ops)
         if self.generate_c:
             rules.check_output(DTYPES, "c", c, ops, self.c_dtype)
         if workspace is not None:
@@ -408,7 +429,8 @@ class GroupedGemm:
                              f"{workspace.dtype} of shape {tuple(workspace.shape)}")
             rules.check_placement("workspace", workspace, ops.device, 128, True)
         _launch(self._plan.execute, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias,
-                c if self.generate_c else None, d, self.workspace_bytes, workspace, check_status)
+                c if self.generate_c else None, d, self.workspace_bytes, workspace, check_status,
+                valid_rows)
         return GroupedGemmResult(d, c if self.generate_c else None)
 
 
