@@ -139,4 +139,12 @@ struct GroupedTileScheduler {
     }
 };
 
+// A cluster of CTAs along M computes one schedule tile of (CTAs) x cta_rows rows together: every
+// CTA takes the same work item, and CTA `rank` its rows [row_begin + rank x cta_rows, + cta_rows)
+// on the tile's (or piece's) columns. One CTA: rank 0, the tile itself.
+GGEMM_HD TileCoord cluster_share(TileCoord tile, uint32_t rank, int32_t cta_rows) {
+    tile.row_begin += static_cast<int32_t>(rank) * cta_rows;
+    return tile;
+}
+
 }  // namespace ggemm
