@@ -3,8 +3,9 @@
 //
 // Tiles of one expert are numbered in raster groups of `group_m` row blocks: inside a group the
 // row block varies fastest, so CTAs that run at the same time share weight columns (L2 reuse),
-// and tiles 2j, 2j+1 are the two row blocks of one 256-row pair (a 2-CTA cluster multicasts
-// their common weight tile). Every CTA walks its tiles in increasing order, so a cursor over the
+// and tiles 2j, 2j+1 are the two row blocks of one 256-row pair (an SM100 CTA pair computes them
+// together). The SM90 cluster kernels instantiate it with 256-row tiles instead and split each
+// tile between the cluster's CTAs (cluster_share). Every CTA walks its tiles in increasing order, so a cursor over the
 // experts finds each tile's expert in amortised O(1).
 //
 // Pure and __host__ __device__: the CPU tests check the same code the kernels run.
