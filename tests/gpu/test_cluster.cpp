@@ -1,9 +1,10 @@
 // SM90 clusters of two CTAs along M that multicast the weight tile (the _c2 variants), each run
 // against the reference (poison kept outside the defined rows) and bitwise against its one-CTA
 // twin on the same inputs: the CTAs of a cluster compute the two 128-row halves of a 256-row tile
-// with the same wgmma sequence, so every output element comes out of the same k order. Dense and
-// discrete weights, both layouts, empty experts, odd numbers of 256-row segments, K and N tails,
-// the last round cut into pieces. Plans take the cluster through desc->cluster_m = 2 and the
+// with the same wgmma sequence, so every output element comes out of the same k order (and, on an
+// even grid, the last round is cut into pieces of the same widths: tests/host/test_sm90_cluster.cpp).
+// Dense and discrete weights, both layouts, empty experts, odd numbers of 256-row segments, K and
+// N tails, the last round cut into pieces. Plans take the cluster through desc->cluster_m = 2 and the
 // exact variant through GGEMM_KERNEL (read at plan creation); each run checks the plan took it.
 #include <doctest/doctest.h>
 

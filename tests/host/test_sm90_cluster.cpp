@@ -122,6 +122,36 @@ std::set<int> all_experts(size_t count) {
     return s;
 }
 
+// Which piece (first column, width) computes each 128-row x 64-column block: one CTA's schedule
+// (128-row tiles over `grid` CTAs, raster groups of 16) against the cluster's.
+using PieceOf = std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>>;
+
+PieceOf one_cta_pieces(const std::vector<int32_t>& offsets, int64_t m, int32_t n, int32_t grid) {
+    const int64_t tiles = m / kCtaRows * ((n + 255) / 256);
+    const ggemm::TailSplit split = ggemm::choose_tail_split(tiles, grid, 256, ggemm::kMaxPieces);
+    PieceOf pieces;
+    for (int32_t cta = 0; cta < grid; ++cta) {
+        ggemm::GroupedTileScheduler<kCtaRows, 256> s(offsets.data(), nullptr, m, static_cast<int32_t>(offsets.size()),
+                                                     n, 16);
+        for (int64_t item = cta;; item += grid) {
+            const ggemm::TileCoord t = s.item(item, split);
+            if (t.expert < 0) break;
+            for (int32_t c = t.n_begin; c < t.n_begin + t.n_width && c < n; c += 64)
+                pieces[{t.row_begin, c}] = {t.n_begin, t.n_width};
+        }
+    }
+    return pieces;
+}
+
+PieceOf cluster_pieces(const std::vector<int32_t>& offsets, int64_t m, int32_t n, int32_t grid) {
+    PieceOf pieces;
+    for (const auto& cta : cluster_walk(offsets, nullptr, m, n, 256, grid, cluster_split(m, n, 256, grid)))
+        for (const CtaTile& t : cta)
+            for (int32_t c = t.n_begin; c < t.n_begin + t.n_width && c < n; c += 64)
+                pieces[{t.row_begin, c}] = {t.n_begin, t.n_width};
+    return pieces;
+}
+
 }  // namespace
 
 TEST_CASE("sm90 cluster schedule: both CTAs take the same items, every row once (tails, pieces)") {
@@ -137,6 +167,25 @@ TEST_CASE("sm90 cluster schedule: both CTAs take the same items, every row once 
                 for (const int32_t grid : {2, 6, 22, 132}) {
                     check_cover(offsets, all_experts(offsets.size()), nullptr, m, n, tile_n, grid);
                 }
+            }
+        }
+    }
+}
+
+
+// The same wgmma width per output block is what makes a cluster's results the same bits as one
+// CTA's: with an even grid, 128-row tiles 2j and 2j + 1 of one CTA's raster are the halves of the
+// cluster's 256-row tile j, and the last round is cut the same way.
+TEST_CASE("sm90 cluster schedule: every block is computed at the same piece width as by one CTA") {
+    std::mt19937 rng(23);
+    for (int trial = 0; trial < 20; ++trial) {
+        const std::vector<int32_t> offsets = ggemm_fixtures::random_offsets(rng, 1 + static_cast<int>(rng() % 12));
+        const int64_t m = offsets.back() + 256;
+        for (const int32_t n : {264, 520, 2048}) {
+            for (const int32_t grid : {132, 22}) {
+                CAPTURE(n);
+                CAPTURE(grid);
+                CHECK(cluster_pieces(offsets, m, n, grid) == one_cta_pieces(offsets, m, n, grid));
             }
         }
     }
