@@ -122,13 +122,20 @@ TEST_CASE("cluster of two: bitwise equal to one CTA, N and K tails, bias, empty 
         case_of("c2 520 K tail", 7, 520, 72, NONE, 700, 19001),
         case_of("c2 520 bias", 7, 520, 1032, GGEMM_DTYPE_BF16, 700, 19002),
         case_of("c2 8 fp32 bias", 5, 8, 136, GGEMM_DTYPE_FP32, 400, 19003),
-        case_of("c2 4096 fp16 bias", 16, 4096, 2880, GGEMM_DTYPE_FP16, 600, 19004),
+        case_of("c2 4096 fp16 bias", 8, 4096, 2880, GGEMM_DTYPE_FP16, 600, 19004),
         case_of("c2 264 deep K", 3, 264, 7168, NONE, 900, 19005),
         case_of("c2 2048 many experts", 256, 2048, 768, NONE, 200, 19006),
     };
     cases[3].sampled_rows_per_expert = 16;  // every row still compared bitwise
     cases[5].sampled_rows_per_expert = 4;
-    for (const CaseConfig& config : cases) compare_twins(config, {kHalves, kWhole256});
+    for (const CaseConfig& config : cases) {
+        // The large ones through the halves design only (the whole-tile one runs the same loads).
+        if (config.sampled_rows_per_expert > 0) {
+            compare_twins(config, {kHalves});
+        } else {
+            compare_twins(config, {kHalves, kWhole256});
+        }
+    }
     CaseConfig narrow = case_of("c2 5760 x 192", 8, 5760, 256, GGEMM_DTYPE_BF16, 500, 19007);
     narrow.tile_n = 192;
     narrow.sampled_rows_per_expert = 32;
