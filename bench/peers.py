@@ -65,15 +65,17 @@ def parse_args():
     p.add_argument("--tile-n", type=int, default=0, help="tile width override (0: the plan chooses)")
     p.add_argument("--cluster-m", type=int, default=0, help="cluster override (0: the plan chooses)")
     p.add_argument("--alt", action="append", default=[], metavar="TILE_NxCLUSTER_M",
-                   help="also time ggemm with these overrides in the same rounds, e.g. 256x2 "
-                        "(repeatable; reported as ggemm_256x2 beside the plan's choice)")
+                   help="also time ggemm with these overrides in the same rounds, e.g. 0x2 for the best "
+                        "SM90 cluster of two (static scheduler) at the plan's width (repeatable; reported as "
+                        "ggemm_0x2 beside the plan's choice)")
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
                    help="also time another build of libggemm.so (the plan's choice) in the same "
                         "rounds, e.g. a branch: reported as ggemm_NAME (repeatable)")
     p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
                    help="also time ggemm with its plans restricted to the kernel variants whose name starts "
                         "with PREFIX (the library's GGEMM_KERNEL), e.g. warp=sm90_tma_wgmma_ for the math "
-                        "warps' stores: reported as ggemm_NAME (repeatable)")
+                        "warps' stores, or a whole variant name, e.g. c2=sm90_tmastore_halves_128x256x64_s4_c2 "
+                        "for one cluster-of-two kernel (static scheduler): reported as ggemm_NAME (repeatable)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -316,6 +318,14 @@ def run_case(torch, lib, case, opts, stream):
     return result
 
 
+def kernel_of(description):
+    """The kernel variant a plan description names ("kernel: NAME: ..."), or "?"."""
+    at = description.find("kernel: ")
+    if at < 0:
+        return "?"
+    return description[at + 8:description.find(":", at + 8)]
+
+
 @contextlib.contextmanager
 def forced_kernel(prefix):
     """Plans created inside choose only kernel variants whose name starts with prefix (None: any).
@@ -503,8 +513,8 @@ def notes_lines(results, summary):
         t = r.get("tflops", {})
         for name in sorted(k for k in t if k.startswith("ggemm_") and k != "ggemm_full"):
             ac = r.get("alt_checks", {}).get(name, {})
-            lines.append("%s on %s: %s TFLOP/s, %s x the plan's choice, %s x grouped_mm, %s x deepgemm; check err %s%s" % (
-                name, r["name"], fmt(t[name], ".0f"),
+            lines.append("%s on %s (%s): %s TFLOP/s, %s x the plan's choice, %s x grouped_mm, %s x deepgemm; check err %s%s" % (
+                name, r["name"], kernel_of(r.get("alt_plans", {}).get(name, "")), fmt(t[name], ".0f"),
                 fmt(t[name] / t["ggemm"] if t.get("ggemm") else None, ".3f"),
                 fmt(t[name] / t["grouped_mm"] if t.get("grouped_mm") else None, ".3f"),
                 fmt(t[name] / t["deepgemm"] if t.get("deepgemm") else None, ".3f"),

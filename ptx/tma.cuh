@@ -52,7 +52,7 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const void* map, uint64_t
 }
 
 // cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
-//     [dst], [map, {c0, c1}], [bar], cta_mask;                              PTX 8.0, sm_90
+//     [dst], [map, {c0, c1}], [bar], cta_mask;                              PTX 8.0, sm_90a
 // One load delivered to the same shared-memory offset (and barrier offset) of every CTA of the
 // cluster whose bit is set in cta_mask.
 __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* map, uint64_t* bar,
@@ -69,7 +69,7 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* map
 }
 
 // cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
-//     [dst], [map, {c0, c1, c2}], [bar], cta_mask;                          PTX 8.0, sm_90
+//     [dst], [map, {c0, c1, c2}], [bar], cta_mask;                          PTX 8.0, sm_90a
 __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const void* map, uint64_t* bar,
                                                       uint16_t cta_mask, int32_t c0, int32_t c1,
                                                       int32_t c2) {

@@ -136,10 +136,11 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     kernel.weight_mode = desc.weight_mode;
     // Tiles if every expert's offsets are usable and every row valid (skipped experts and tiles
     // past a valid-row count only shorten the last round; the split stays correct, see
-    // kernels/common/tail_split.h).
+    // kernels/common/tail_split.h), dealt to the grid's clusters (a cluster computes one tile of
+    // tile_m rows together).
     const KernelVariant& variant = plan.variant;
     const int64_t tiles = args.m / variant.tile_m * ((desc.n + variant.tile_n - 1) / variant.tile_n);
-    kernel.tail = choose_tail_split(tiles, plan.grid, variant.tile_n, variant.max_tail_pieces);
+    kernel.tail = choose_tail_split(tiles, plan.grid / variant.cluster_m, variant.tile_n, variant.max_tail_pieces);
     return kernel;
 }
 

@@ -50,6 +50,9 @@ struct KernelVariant {
     // How the kernel reads B_g (GGEMM_WEIGHT_LAYOUT_*): K-major boxes {block_k, b_box_rows}, or
     // N-major boxes of 64 columns (one 128-byte swizzle row) x block_k rows, tile_n / 64 of them.
     int32_t weight_layout = kKMajor;
+    // Whether it can run the dynamic scheduler (an atomic counter claimed by one thread). SM90
+    // clusters cannot: both CTAs of a cluster derive the same items from the static rule.
+    bool dynamic_scheduler = true;
 };
 
 }  // namespace ggemm

@@ -60,6 +60,12 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "cluster_m %d, desc->cluster_m = %d", variant.cluster_m, desc.cluster_m);
         return reason;
     }
+    if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC && !variant.dynamic_scheduler) {
+        std::snprintf(reason, size,
+                      "runs the static scheduler only (both CTAs of a cluster take the same tiles), "
+                      "desc->scheduler = dynamic");
+        return reason;
+    }
     if (kernel_prefix != nullptr && std::strncmp(variant.name, kernel_prefix, std::strlen(kernel_prefix)) != 0) {
         std::snprintf(reason, size, "name does not start with GGEMM_KERNEL=%.60s", kernel_prefix);
         return reason;

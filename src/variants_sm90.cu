@@ -1,6 +1,8 @@
 // The SM90 kernel variants the planner chooses from: one per tile width and weight layout with
 // the math warps' own stores (any dtypes; the N-major kernels differ only in how B is loaded and
-// described), and TMA-store variants for a bf16 D without C (either weight layout). Stages fill the
+// described), and TMA-store variants for a bf16 D without C (either weight layout), some of them
+// again as clusters of two CTAs along M that multicast the weight tile (names ending _c2: the name
+// gives one CTA's 128-row tile, the plan's tile_m is the cluster's 256). Stages fill the
 // shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
 // sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
 // launch.
@@ -24,13 +26,16 @@ cudaError_t prepare() {
     }
 }
 
+// Clusters of kClusterM CTAs along x (rank = blockIdx.x % kClusterM); the planner's grid is a
+// multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid).
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
+    if (Cfg::kClusterM > 1 && (p.grid <= 0 || p.grid % Cfg::kClusterM != 0)) return cudaErrorInvalidConfiguration;
     if constexpr (Cfg::kOutput == Output::kTmaStore) {
         return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
-                                                                             /*cluster_x=*/1, stream);
+                                                                             Cfg::kClusterM, stream);
     } else {
-        return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+        return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
     }
 }
 
@@ -45,13 +50,13 @@ template <class Cfg>
 constexpr KernelVariant sm90_variant(const char* name) {
     KernelVariant variant = {name,
             90,
-            Cfg::kTileM,
+            /*tile_m=*/Cfg::kScheduleTileM,  // rows per tile: a cluster of two computes 256
             Cfg::kTileN,
             Cfg::kBlockK,
             Cfg::kStages,
-            /*cluster_m=*/1,
-            /*a_box_rows=*/Cfg::kTileM,
-            /*b_box_rows=*/Cfg::kTileN,
+            Cfg::kClusterM,
+            /*a_box_rows=*/Cfg::kTileM,       // each CTA loads its own 128 rows of A
+            /*b_box_rows=*/Cfg::kBPartRows,   // and its part of B (K-major; a cluster: tile_n / 2)
             /*max_tail_pieces=*/kMaxPieces,
             sm90::kSmemBytes<Cfg>,
             Cfg::kThreads,
@@ -63,6 +68,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
     }
     variant.max_experts = Cfg::kOffsetCapacity;
     variant.weight_layout = Cfg::kWeightLayout;
+    variant.dynamic_scheduler = Cfg::kClusterM == 1;  // both CTAs of a cluster must take the same items
     return variant;
 }
 
@@ -80,6 +86,13 @@ using Tile192WholeNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kN
 using Tile256NMajor = sm90::Config<256, 4, sm90::Output::kWarpStores, 0, kNMajor>;
 using Tile192NMajor = sm90::Config<192, 5, sm90::Output::kWarpStores, 0, kNMajor>;
 using Tile128NMajor = sm90::Config<128, 6, sm90::Output::kWarpStores, 0, kNMajor>;
+// Clusters of two along M, the weight tile multicast (static scheduler only). The planner ranks
+// them below their one-CTA twins: they serve desc->cluster_m = 2 (or tile_m = 256) and
+// GGEMM_KERNEL.
+using Tile256HalvesCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kKMajor, 2>;
+using Tile256WholeCluster = sm90::Config<256, 3, sm90::Output::kTmaStore, 256, kKMajor, 2>;
+using Tile192WholeCluster = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kKMajor, 2>;
+using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kNMajor, 2>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -94,6 +107,10 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256NMajor>("sm90_tma_wgmma_128x256x64_s4_nmajor"),
     sm90_variant<Tile192NMajor>("sm90_tma_wgmma_128x192x64_s5_nmajor"),
     sm90_variant<Tile128NMajor>("sm90_tma_wgmma_128x128x64_s6_nmajor"),
+    sm90_variant<Tile256HalvesCluster>("sm90_tmastore_halves_128x256x64_s4_c2"),
+    sm90_variant<Tile256WholeCluster>("sm90_tmastore_whole_128x256x64_s3_c2"),
+    sm90_variant<Tile192WholeCluster>("sm90_tmastore_whole_128x192x64_s4_c2"),
+    sm90_variant<Tile256HalvesNMajorCluster>("sm90_tmastore_halves_128x256x64_s4_nmajor_c2"),
 };
 
 }  // namespace

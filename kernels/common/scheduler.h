@@ -5,8 +5,9 @@
 //
 // Tiles of one expert are numbered in raster groups of `group_m` row blocks: inside a group the
 // row block varies fastest, so CTAs that run at the same time share weight columns (L2 reuse),
-// and tiles 2j, 2j+1 are the two row blocks of one 256-row pair (a 2-CTA cluster multicasts
-// their common weight tile). Every CTA walks its tiles in increasing order, so a cursor over the
+// and tiles 2j, 2j+1 are the two row blocks of one 256-row pair (an SM100 CTA pair computes them
+// together). The SM90 cluster kernels instantiate it with 256-row tiles instead and split each
+// tile between the cluster's CTAs (cluster_share). Every CTA walks its tiles in increasing order, so a cursor over the
 // experts finds each tile's expert in amortised O(1).
 //
 // Pure and __host__ __device__: the CPU tests check the same code the kernels run.
@@ -162,5 +163,13 @@ struct GroupedTileScheduler {
         return t;
     }
 };
+
+// A cluster of CTAs along M computes one schedule tile of (CTAs) x cta_rows rows together: every
+// CTA takes the same work item, and CTA `rank` its rows [row_begin + rank x cta_rows, + cta_rows)
+// on the tile's (or piece's) columns. One CTA: rank 0, the tile itself.
+GGEMM_HD TileCoord cluster_share(TileCoord tile, uint32_t rank, int32_t cta_rows) {
+    tile.row_begin += static_cast<int32_t>(rank) * cta_rows;
+    return tile;
+}
 
 }  // namespace ggemm

@@ -6,7 +6,10 @@
 // One CTA per SM. Warpgroup 0 is the producer: one thread walks the tile schedule, publishes
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
 // multi-stage shared-memory ring with TMA (B as one K-major box, or as 64-column N-major boxes:
-// operand_layout.h). Warpgroups 1 and 2 each own 64 rows of the 128-row
+// operand_layout.h). In a cluster of two CTAs along M (kClusterM = 2, static scheduler only) the
+// schedule's tiles are 256 rows: both CTAs walk the same work items, CTA rank r computes rows
+// [row_begin + 128 r, + 128) on the same columns, and each loads its own A and half of the
+// weight tile, multicast into both CTAs. Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width (over a piece's width when the last
 // partial round of tiles is cut along N, kernels/common/tail_split.h), keeping one wgmma batch in
 // flight, then run the epilogue. With valid-row counts (KernelArgs::valid_rows), a math warpgroup
@@ -30,6 +33,7 @@
 #include "kernels/sm90/operand_layout.h"
 #include "kernels/sm90/tma_store_epilogue_sm90.cuh"
 #include "ptx/barrier.cuh"
+#include "ptx/cluster.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
@@ -46,9 +50,10 @@ enum class Output { kWarpStores, kTmaStore };
 
 // kWeightLayout: how B_g lies in global memory (kKMajor: N x K, kNMajor: K x N), and so how a
 // stage's B tile is loaded and described to wgmma (operand_layout.h). Output design and weight
-// layout are compile-time properties: each combination is its own kernel.
+// layout are compile-time properties: each combination is its own kernel. kClusterM: CTAs per
+// cluster along M (1, or 2 to multicast the weight tile to both halves of a 256-row tile).
 template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0,
-          int kWeightLayout_ = kKMajor>
+          int kWeightLayout_ = kKMajor, int kClusterM_ = 1>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
@@ -67,6 +72,14 @@ struct Config {
     static constexpr int kGroupM = 16;          // row blocks per raster group (even: see scheduler.h)
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
+    // A cluster computes one schedule tile of kClusterM x 128 rows; raster groups keep the same
+    // rows (kGroupM x 128) whatever the cluster. Each CTA loads 1 / kClusterM of the weight tile
+    // (K-major: kBPartRows rows of N; N-major: every kClusterM-th 64-column box) for all of them.
+    static constexpr int kClusterM = kClusterM_;
+    static constexpr int kScheduleTileM = kTileM * kClusterM;
+    static constexpr int kScheduleGroupM = kGroupM / kClusterM;
+    static constexpr int kBPartRows = kTileN / kClusterM;
+    static constexpr uint16_t kClusterMask = (1u << kClusterM) - 1;
     // The shared copy of the offsets holds every expert the contract allows, except where the
     // TMA-store buffer leaves less room: there the planner keeps plans of more experts off the
     // variant (KernelVariant::max_experts). 256 bytes are kept for the barriers and the ring,
@@ -96,6 +109,9 @@ struct Config {
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
                   "N-major B is loaded in boxes of 64 columns");
+    static_assert(kClusterM == 1 || kClusterM == 2, "one CTA, or two along M sharing the weight tile");
+    static_assert(kSegmentAlignment % kScheduleTileM == 0, "a cluster's tile never straddles two experts");
+    static_assert(kBPartRows * kBlockK * 2 % 1024 == 0, "each CTA's part of B starts on a swizzle atom");
 };
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
@@ -128,7 +144,7 @@ struct SharedStorage {
     Stage stages[Cfg::kStages];
     OutputStorage<Cfg> output;      // 1024-byte aligned too: next to the stages, no padding
     uint64_t full[Cfg::kStages];    // TMA bytes landed in the stage
-    uint64_t empty[Cfg::kStages];   // every math warp is done reading the stage
+    uint64_t empty[Cfg::kStages];   // every math warp of the cluster is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     TileCoord tiles[Cfg::kTileRing];
@@ -142,29 +158,118 @@ struct SharedStorage {
 template <class Cfg>
 constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage<Cfg>)) + 1024;
 
+// Static rule: work item u goes to CTA u mod (CTAs), or in clusters to cluster u mod (clusters),
+// whose CTAs all take it. The grid is a multiple of the cluster (the planner's).
+template <class Cfg>
+__device__ __forceinline__ uint32_t first_static_item() {
+    if constexpr (Cfg::kClusterM == 1) {
+        return blockIdx.x;
+    } else {
+        return ptx::cluster_id_x();
+    }
+}
+
+template <class Cfg>
+__device__ __forceinline__ uint32_t static_item_stride() {
+    if constexpr (Cfg::kClusterM == 1) {
+        return gridDim.x;
+    } else {
+        return ptx::cluster_count_x();
+    }
+}
+
+// Waits until the stage may be refilled: every math warp that reads it is done (in a cluster,
+// those of both CTAs, whose arrivals are released at cluster scope).
+template <class Cfg>
+__device__ __forceinline__ void wait_stage_empty(uint64_t* empty, uint32_t parity) {
+    if constexpr (Cfg::kClusterM == 1) {
+        ptx::mbarrier_wait(empty, parity);
+    } else {
+        ptx::mbarrier_wait_cluster(empty, parity);
+    }
+}
+
+// One k-block of B into a stage, on the stage's full barrier. A piece loads the tile-wide B from
+// its own first column and uses its first n_width columns (whole tiles: one K-major box, or
+// tile_n / 64 N-major boxes). In a cluster, this CTA loads its part (rank) and multicasts it to
+// the same offset, and the same barrier, in every CTA of the cluster. Boxes wholly or partly
+// past N or K are zero-filled and still counted, as in the one-CTA kernel.
+template <class Cfg>
+__device__ __forceinline__ void load_b(__nv_bfloat16* b, const CUtensorMap* b_map, const CUtensorMap* expert_map,
+                                       uint64_t* full, bool discrete, int32_t k, const TileCoord& tile,
+                                       uint32_t rank) {
+    if constexpr (Cfg::kClusterM == 1) {
+        if constexpr (Cfg::kWeightLayout == kKMajor) {
+            if (discrete) {
+                ptx::tma_load_2d(b, expert_map, full, k, tile.n_begin);
+            } else {
+                ptx::tma_load_3d(b, b_map, full, k, tile.n_begin, tile.expert);
+            }
+        } else {
+#pragma unroll
+            for (int box = 0; box < Cfg::kTileN / kNMajorBoxColumns; ++box) {
+                __nv_bfloat16* b_box = b + box * (kNMajorBoxBytes / 2);
+                const int32_t n = tile.n_begin + box * kNMajorBoxColumns;
+                if (discrete) {
+                    ptx::tma_load_2d(b_box, expert_map, full, n, k);
+                } else {
+                    ptx::tma_load_3d(b_box, b_map, full, n, k, tile.expert);
+                }
+            }
+        }
+    } else {
+        if constexpr (Cfg::kWeightLayout == kKMajor) {
+            const int32_t part = static_cast<int32_t>(rank) * Cfg::kBPartRows;
+            __nv_bfloat16* b_part = b + part * Cfg::kBlockK;
+            if (discrete) {
+                ptx::tma_load_2d_multicast(b_part, expert_map, full, Cfg::kClusterMask, k, tile.n_begin + part);
+            } else {
+                ptx::tma_load_3d_multicast(b_part, b_map, full, Cfg::kClusterMask, k, tile.n_begin + part,
+                                           tile.expert);
+            }
+        } else {
+#pragma unroll
+            for (int box = 0; box < Cfg::kTileN / kNMajorBoxColumns; ++box) {
+                if (box % Cfg::kClusterM != static_cast<int>(rank)) continue;
+                __nv_bfloat16* b_box = b + box * (kNMajorBoxBytes / 2);
+                const int32_t n = tile.n_begin + box * kNMajorBoxColumns;
+                if (discrete) {
+                    ptx::tma_load_2d_multicast(b_box, expert_map, full, Cfg::kClusterMask, n, k);
+                } else {
+                    ptx::tma_load_3d_multicast(b_box, b_map, full, Cfg::kClusterMask, n, k, tile.expert);
+                }
+            }
+        }
+    }
+}
+
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const KernelArgs& args,
                                         const int32_t* valid_rows) {
     const bool discrete = args.weight_mode == kDiscrete;
-    GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(s.offsets, discrete ? args.weight_status : nullptr, args.m,
-                                                            args.num_experts, args.n, Cfg::kGroupM, valid_rows);
+    GroupedTileScheduler<Cfg::kScheduleTileM, Cfg::kTileN> schedule(
+        s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kScheduleGroupM,
+        valid_rows);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    const bool dynamic = args.scheduler == kDynamic;
+    // Clusters run the static schedule only (the planner refuses them the dynamic one): both CTAs
+    // must take the same items, with the same skips.
+    const bool dynamic = Cfg::kClusterM == 1 && args.scheduler == kDynamic;
+    const uint32_t rank = Cfg::kClusterM == 1 ? 0u : ptx::cluster_cta_rank();
 
     // Work items: tiles, then pieces of the last round's tiles (tail_split.h).
-    int64_t item = dynamic ? atomicAdd(args.tile_counter, 1ull) : blockIdx.x;
+    int64_t item = dynamic ? atomicAdd(args.tile_counter, 1ull) : first_static_item<Cfg>();
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = schedule.item(item, args.tail);
+        const TileCoord tile = cluster_share(schedule.item(item, args.tail), rank, Cfg::kTileM);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
         s.tiles[slot] = tile;
         ptx::mbarrier_arrive(&s.tile_full[slot]);
         if (tile.expert < 0) return;
         // Claim the next item now so the atomic's latency hides behind this one's loads.
-        item = dynamic ? atomicAdd(args.tile_counter, 1ull) : item + gridDim.x;
+        item = dynamic ? atomicAdd(args.tile_counter, 1ull) : item + static_item_stride<Cfg>();
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
@@ -173,36 +278,31 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             mapped_expert = tile.expert;
         }
         for (int32_t kb = 0; kb < k_blocks; ++kb) {
-            ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
+            wait_stage_empty<Cfg>(&s.empty[stage], phase ^ 1);
             auto& st = s.stages[stage];
+            // The whole B tile lands here, in a cluster half of it from the other CTA's load
+            // (whose bytes may complete on this barrier before this arrival: the count goes
+            // negative until then, and the phase cannot complete without the arrival).
             ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
             const int32_t k = kb * Cfg::kBlockK;
             ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
-            // A piece loads the tile-wide B from its own first column and uses its first n_width
-            // columns (whole tiles: one K-major box, or tile_n / 64 N-major boxes, per k-block).
-            if constexpr (Cfg::kWeightLayout == kKMajor) {
-                if (discrete) {
-                    ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, tile.n_begin);
-                } else {
-                    ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, tile.n_begin, tile.expert);
-                }
-            } else {
-#pragma unroll
-                for (int box = 0; box < Cfg::kTileN / kNMajorBoxColumns; ++box) {
-                    __nv_bfloat16* b_box = st.b + box * (kNMajorBoxBytes / 2);
-                    const int32_t n = tile.n_begin + box * kNMajorBoxColumns;
-                    if (discrete) {
-                        ptx::tma_load_2d(b_box, expert_map, &s.full[stage], n, k);
-                    } else {
-                        ptx::tma_load_3d(b_box, b_map, &s.full[stage], n, k, tile.expert);
-                    }
-                }
-            }
+            load_b<Cfg>(st.b, b_map, expert_map, &s.full[stage], discrete, k, tile, rank);
             if (++stage == Cfg::kStages) {
                 stage = 0;
                 phase ^= 1;
             }
         }
+    }
+}
+
+// A math warp is done reading a stage: one lane arrives on the stage's empty barrier in every CTA
+// that writes into it (its own, and in a cluster the other CTA, which multicasts part of B here).
+template <class Cfg>
+__device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
+    if constexpr (Cfg::kClusterM == 1) {
+        if (lane == 0) ptx::mbarrier_arrive(empty);
+    } else {
+        if (lane < Cfg::kClusterM) ptx::mbarrier_arrive_cluster(empty, static_cast<uint32_t>(lane));
     }
 }
 
@@ -233,7 +333,7 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         // Keep this batch in flight; the previous one has finished reading its stage.
         if (kb > 0) {
             ptx::wgmma_wait<1>();
-            if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+            release_stage<Cfg>(&s.empty[previous_stage], lane);
         }
         previous_stage = stage;
         if (++stage == Cfg::kStages) {
@@ -242,7 +342,7 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         }
     }
     ptx::wgmma_wait<0>();
-    if (lane == 0) ptx::mbarrier_arrive(&s.empty[previous_stage]);
+    release_stage<Cfg>(&s.empty[previous_stage], lane);
 #pragma unroll
     for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
 }
@@ -255,7 +355,7 @@ __device__ __forceinline__ void skip_main_loop(SharedStorage<Cfg>& s, int32_t k_
                                                uint32_t& phase) {
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
-        if (lane == 0) ptx::mbarrier_arrive(&s.empty[stage]);
+        release_stage<Cfg>(&s.empty[stage], lane);
         if (++stage == Cfg::kStages) {
             stage = 0;
             phase ^= 1;
@@ -388,7 +488,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     if (thread == 0) {
         for (int i = 0; i < Cfg::kStages; ++i) {
             ptx::mbarrier_init(&s.full[i], 1);
-            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps);
+            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps * Cfg::kClusterM);
         }
         for (int i = 0; i < Cfg::kTileRing; ++i) {
             ptx::mbarrier_init(&s.tile_full[i], 1);
@@ -415,6 +515,9 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     }
     __syncthreads();
     const int32_t* valid_rows = shared_counts ? s.offsets + args.num_experts : args.valid_rows;
+    // The other CTA of a cluster multicasts into this one and arrives on its empty barriers: not
+    // before they are initialised (fence_mbarrier_init releases them at cluster scope).
+    if constexpr (Cfg::kClusterM > 1) ptx::cluster_sync();
 
     // One CTA reports bad offsets and counts; the scheduler in every CTA skips the experts they
     // touch and clamps the counts.
@@ -429,6 +532,13 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
         compute<Cfg>(s, args, d_map, warpgroup - 1);
+    }
+    // Stay until the other CTA is done too: its math warps arrive on this CTA's empty barriers
+    // until their last k-block. (Its loads into this CTA have all landed: this CTA's math warps
+    // waited for every stage they fill, since both walk the same items.)
+    if constexpr (Cfg::kClusterM > 1) {
+        __syncwarp();
+        ptx::cluster_sync();
     }
 #endif
 }

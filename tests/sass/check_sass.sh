@@ -15,7 +15,10 @@
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
 #            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; no local
 #            memory. The N-major kernels (Config's weight layout 1) read B with HGMMA's
-#            transposed-B form (.tnspB); the K-major ones (layout 0) never
+#            transposed-B form (.tnspB); the K-major ones (layout 0) never. The cluster kernels
+#            (Config's last argument 2) multicast B (UTMALDG.xD.MULTICAST), arrive on the other
+#            CTA's barriers (SYNCS.ARRIVE.TRANS64.RED) and hold the cluster barrier
+#            (UCGABAR_ARV / UCGABAR_WAIT); the one-CTA kernels (1) none of these
 #            The weight-gradient kernels (wgrad_sm90) read both operands transposed
 #            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits, and keep both output paths: the
 #            TMA store path (STS / STS.64 staging, fence, named barrier, UTMASTG.3D) and the
@@ -151,8 +154,12 @@ done
 # CTA group as the third template argument (...ConfigILi256ELi4ELi1EE...).
 sm100_single='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi1EE'
 sm100_pair='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi2EE'
-sm90_kmajor='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+ELi0EE'
-sm90_nmajor='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+ELi1EE'
+# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>.
+sm90_config='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
+sm90_kmajor="${sm90_config}ELi0ELi[12]EE"
+sm90_nmajor="${sm90_config}ELi1ELi[12]EE"
+sm90_single="${sm90_config}ELi[01]ELi1EE"
+sm90_cluster="${sm90_config}ELi[01]ELi2EE"
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK'
     check_kernels sm_100a "$sm100_single" \
@@ -193,12 +200,20 @@ if disassemble sm_90a; then
     # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
     check_absent sm_90a "$sm90_kmajor" 'HGMMA[^;]*tnspB'
+    # Clusters of two: B multicast to both CTAs, the stage released in both, the cluster barrier
+    # after barrier init and before exit. One CTA: none of it.
+    check_kernels sm_90a "$sm90_cluster" 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' \
+        'SYNCS\.ARRIVE\.TRANS64\.RED' 'UCGABAR_ARV' 'UCGABAR_WAIT'
+    check_absent sm_90a "$sm90_single" 'UTMALDG[^;]*MULTICAST' 'SYNCS\.ARRIVE\.TRANS64\.RED' 'UCGABAR'
     for file in "$work/sm_90a"/*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
         [[ "$name" =~ grouped_gemm_sm90 ]] || continue
         if [[ ! "$name" =~ $sm90_kmajor && ! "$name" =~ $sm90_nmajor ]]; then
             fail "sm_90a $name: neither a K-major nor an N-major Config; update check_sass.sh"
+        fi
+        if [[ ! "$name" =~ $sm90_single && ! "$name" =~ $sm90_cluster ]]; then
+            fail "sm_90a $name: neither a one-CTA nor a cluster Config; update check_sass.sh"
         fi
     done
 fi
