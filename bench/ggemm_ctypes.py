@@ -42,6 +42,8 @@ class PlanDesc(C.Structure):
         ("reserved0", C.c_int32),
         ("weight_layout", C.c_int32),
         ("reserved1", C.c_int32),
+        ("split_k", C.c_int32),
+        ("reserved2", C.c_int32),
     ]
 
 

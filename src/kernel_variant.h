@@ -50,6 +50,8 @@ struct KernelVariant {
     // How the kernel reads B_g (GGEMM_WEIGHT_LAYOUT_*): K-major boxes {block_k, b_box_rows}, or
     // N-major boxes of 64 columns (one 128-byte swizzle row) x block_k rows, tile_n / 64 of them.
     int32_t weight_layout = kKMajor;
+    // The most splits of K the kernel can reduce (kernels/common/split_k.h); 1: it cannot split.
+    int32_t max_split_k = 1;
 };
 
 }  // namespace ggemm

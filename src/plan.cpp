@@ -78,12 +78,122 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
                       variant.smem_bytes, device.max_smem_optin);
         return reason;
     }
+    if (desc.split_k > variant.max_split_k) {
+        std::snprintf(reason, size, "splits K at most %d way%s, desc->split_k = %d", variant.max_split_k,
+                      variant.max_split_k == 1 ? "" : "s", desc.split_k);
+        return reason;
+    }
     if (persistent_grid(device.sm_count, desc.sm_margin, variant.cluster_m) == 0) {
         std::snprintf(reason, size, "%d SMs - margin %d leave no whole cluster of %d",
                       device.sm_count, desc.sm_margin, variant.cluster_m);
         return reason;
     }
     return nullptr;
+}
+
+// The fill rule's decision (src/heuristics.h): which candidate and split serve the plan's
+// capacity, and every estimate that was weighed.
+struct FillOption {
+    const Candidate* candidate;
+    FillEstimate estimate;
+};
+
+struct FillDecision {
+    const Candidate* primary = nullptr;  // the best score
+    const Candidate* chosen = nullptr;
+    int32_t splits = 1;
+    int64_t primary_tiles = 0;           // at M = m_capacity
+    bool modelled = false;               // the fill model ran (the primary has few waves)
+    std::vector<FillOption> options;
+};
+
+// Splits of K worth weighing for `variant`: desc->split_k when set, else 1 and, for calls small
+// enough to split (kSplitRowLimit), 2 .. the variant's and K's limits.
+std::vector<int32_t> split_choices(const ggemm_plan_desc& desc, const KernelVariant& variant) {
+    if (desc.split_k >= 1) return {desc.split_k};
+    std::vector<int32_t> choices = {1};
+    if (desc.m_capacity > kSplitRowLimit) return choices;
+    const int64_t k_blocks = (desc.k + kSplitBlockK - 1) / kSplitBlockK;
+    for (int32_t s = 2; s <= variant.max_split_k && s <= k_blocks; ++s) choices.push_back(s);
+    return choices;
+}
+
+// True when option `a` should be chosen over `b`: faster, then the primary, then fewer splits,
+// then the better score.
+bool better_fill(const FillOption& a, const FillOption& b, const Candidate* primary) {
+    if (a.estimate.total != b.estimate.total) return a.estimate.total < b.estimate.total;
+    if ((a.candidate == primary) != (b.candidate == primary)) return a.candidate == primary;
+    if (a.estimate.splits != b.estimate.splits) return a.estimate.splits < b.estimate.splits;
+    return better_choice(*a.candidate->variant, a.candidate->score, *b.candidate->variant, b.candidate->score);
+}
+
+FillDecision decide_fill(const ggemm_plan_desc& desc, const std::vector<Candidate>& candidates,
+                         const Candidate& primary) {
+    FillDecision d;
+    d.primary = &primary;
+    d.chosen = &primary;
+    const KernelVariant& v = *primary.variant;
+    d.primary_tiles = desc.m_capacity / v.tile_m * ((desc.n + v.tile_n - 1) / v.tile_n);
+    const FillEstimate probe = estimate_fill(v, desc.m_capacity, desc.n, desc.k, desc.num_experts, 1, primary.score.grid);
+    d.modelled = probe.total > 0 && d.primary_tiles < kFillWaves * primary.score.grid;
+    if (!d.modelled) {
+        d.splits = desc.split_k >= 2 ? desc.split_k : 1;
+        return d;
+    }
+    const FillOption* best = nullptr;
+    for (const Candidate& c : candidates) {
+        for (const int32_t splits : split_choices(desc, *c.variant)) {
+            d.options.push_back({&c, estimate_fill(*c.variant, desc.m_capacity, desc.n, desc.k, desc.num_experts,
+                                                   splits, c.score.grid)});
+        }
+    }
+    for (const FillOption& option : d.options) {
+        if (option.estimate.total <= 0) continue;  // no model for this arch
+        if (best == nullptr || better_fill(option, *best, &primary)) best = &option;
+    }
+    if (best != nullptr) {
+        d.chosen = best->candidate;
+        d.splits = best->estimate.splits;
+    }
+    return d;
+}
+
+void describe_fill(std::string* text, const ggemm_plan& plan, const FillDecision& fill) {
+    const ggemm_plan_desc& desc = plan.desc;
+    const Candidate& primary = *fill.primary;
+    appendf(text, "fill: at M = m_capacity = %lld the best score, %s, has %lld tiles on %d CTAs (%.2f waves): %s\n",
+            static_cast<long long>(desc.m_capacity), primary.variant->name, static_cast<long long>(fill.primary_tiles),
+            primary.score.grid, primary.score.grid > 0 ? static_cast<double>(fill.primary_tiles) / primary.score.grid : 0.0,
+            fill.modelled ? "fewer than 2 waves, so the fill model chooses (estimated SM cycles, "
+                            "max(waves x item, L2, DRAM); the primary on ties)"
+                          : "the score's choice stands (2 waves or more, or no fill model for this arch)");
+    // Per candidate, its fastest split (and the chosen option).
+    for (const FillOption& option : fill.options) {
+        const FillEstimate& e = option.estimate;
+        const bool chosen = option.candidate == fill.chosen && e.splits == fill.splits;
+        bool fastest = true;
+        for (const FillOption& other : fill.options) {
+            if (other.candidate == option.candidate && &other != &option &&
+                (other.estimate.total < e.total || (other.estimate.total == e.total && &other < &option)))
+                fastest = false;
+        }
+        if (!chosen && !fastest) continue;
+        appendf(text, "  %-8s %10.0f = max(%lld wave%s x %.0f, L2 %.0f, DRAM %.0f): %lld tiles, K split %d  %s\n",
+                chosen ? "chosen" : "", e.total, static_cast<long long>(e.waves), e.waves == 1 ? "" : "s", e.item_cycles,
+                e.l2_cycles, e.dram_cycles, static_cast<long long>(e.tiles), e.splits, option.candidate->variant->name);
+    }
+    if (plan.k_splits > 1) {
+        const int64_t k_blocks = (desc.k + kSplitBlockK - 1) / kSplitBlockK;
+        appendf(text,
+                "split-K: K split %d ways (%lld k-blocks of %d, %lld to %lld per split) on calls of at most %lld rows "
+                "(larger calls run unsplit); fp32 partials summed in split order by the last split to arrive%s\n",
+                plan.k_splits, static_cast<long long>(k_blocks), kSplitBlockK,
+                static_cast<long long>(k_blocks / plan.k_splits),
+                static_cast<long long>((k_blocks + plan.k_splits - 1) / plan.k_splits),
+                static_cast<long long>(plan.split_rows), desc.split_k >= 2 ? " (desc->split_k)" : "");
+    } else {
+        appendf(text, "split-K: none%s\n", desc.split_k == 1 ? " (desc->split_k = 1)" : "");
+    }
 }
 
 void describe_score(std::string* text, const char* mark, const KernelVariant& variant,
@@ -98,7 +208,7 @@ void describe_score(std::string* text, const char* mark, const KernelVariant& va
 }
 
 std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& candidates,
-                          const Candidate& chosen, const std::string& excluded, const char* kernel_prefix) {
+                          const FillDecision& fill, const std::string& excluded, const char* kernel_prefix) {
     const ggemm_plan_desc& desc = plan.desc;
     const DeviceInfo& device = plan.device;
     const KernelVariant& variant = plan.variant;
@@ -136,19 +246,20 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     }
     appendf(&text, "workspace: %llu bytes per call in flight\n",
             static_cast<unsigned long long>(plan.workspace_bytes));
-    appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d (0 = planner's choice)\n",
-            desc.tile_m, desc.tile_n, desc.cluster_m);
+    appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d, split_k %d (0 = planner's choice)\n",
+            desc.tile_m, desc.tile_n, desc.cluster_m, desc.split_k);
     appendf(&text, "output: %s\n",
             variant.d_box_rows > 0 ? "D stored by TMA from a tile buffer in shared memory"
                                    : "C and D stored by the math warps");
     if (kernel_prefix != nullptr) appendf(&text, "kernels restricted to names starting with GGEMM_KERNEL=%.60s\n", kernel_prefix);
-    appendf(&text, "why: highest score of %zu candidate%s; score = width efficiency x column use x tile_m x cluster x grid use x output\n",
+    appendf(&text, "why: highest score of %zu candidate%s (then the fill rule below); score = width efficiency x column use x tile_m x cluster x grid use x output\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");
     for (const Candidate& candidate : candidates) {
-        describe_score(&text, &candidate == &chosen ? "chosen" : "", *candidate.variant,
-                       candidate.score, desc.n);
+        const char* mark = &candidate == fill.chosen ? "chosen" : &candidate == fill.primary ? "primary" : "";
+        describe_score(&text, mark, *candidate.variant, candidate.score, desc.n);
     }
     text += excluded;
+    describe_fill(&text, plan, fill);
     return text;
 }
 
@@ -197,12 +308,16 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
                     arch, desc.tile_m, desc.tile_n, desc.cluster_m, desc.sm_margin, desc.device,
                     device.name, excluded.c_str());
     }
+    const FillDecision fill = decide_fill(desc, candidates, *best);
     plan->desc = desc;
     plan->device = device;
-    plan->variant = *best->variant;
-    plan->grid = best->score.grid;
-    plan->workspace_bytes = workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts);
-    plan->description = describe_plan(*plan, candidates, *best, excluded, kernel_prefix);
+    plan->variant = *fill.chosen->variant;
+    plan->grid = fill.chosen->score.grid;
+    plan->k_splits = fill.splits;
+    plan->split_rows = fill.splits > 1 ? split_rows(desc.m_capacity) : 0;
+    plan->workspace_bytes = forward_workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts, plan->k_splits,
+                                                    plan->split_rows, desc.n);
+    plan->description = describe_plan(*plan, candidates, fill, excluded, kernel_prefix);
     plan->serial = next_plan_serial();
     return GGEMM_SUCCESS;
 }

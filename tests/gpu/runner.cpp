@@ -145,6 +145,7 @@ ggemm_plan_desc make_desc(const CaseConfig& config, int64_t m, int32_t weight_mo
     desc.generate_c = config.generate_c ? 1 : 0;
     desc.scheduler = scheduler;
     desc.tile_n = config.tile_n;
+    desc.split_k = config.split_k;
     desc.weight_layout = config.weight_layout;
     return desc;
 }
