@@ -65,6 +65,9 @@ def parse_args():
                    help="also time ggemm with its plans restricted to the kernel variants whose name starts "
                         "with PREFIX (the library's GGEMM_KERNEL), e.g. warp=sm90_tma_wgmma_ for the math "
                         "warps' stores: reported as ggemm_NAME (repeatable)")
+    p.add_argument("--alt-split", action="append", default=[], type=int, metavar="SPLIT_K",
+                   help="also time ggemm with desc.split_k = SPLIT_K (1: never split K; 2..8: split K that "
+                        "many ways on calls of up to 1024 rows): reported as ggemm_splitSPLIT_K (repeatable)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -141,8 +144,8 @@ class CaseData:
 class GgemmCase:
     """A ggemm plan over CaseData with one ggemm_args per input set."""
 
-    def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0):
-        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m,
+    def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0, split_k=0):
+        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m, split_k=split_k,
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE,
             c_dtype=gg.DTYPE_FP32 if full else gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
@@ -308,10 +311,11 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
 
-    for name, alt_lib, tile_n, cluster_m, kernel in opts.alternatives:
+    for name, alt_lib, tile_n, cluster_m, kernel, split_k in opts.alternatives:
         try:
             with forced_kernel(kernel):
-                gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m)
+                gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m,
+                                  split_k=split_k)
             plans.append(gcase)
             result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
             result.setdefault("alt_plans", {})[name] = gcase.description
@@ -534,7 +538,8 @@ def main():
     if not hasattr(torch, "_grouped_mm"):
         print("peers.py: this torch has no torch._grouped_mm; that peer will be recorded as failed")
     lib = gg.Library(os.path.abspath(opts.lib))
-    # Further ggemm runs in the same rounds: (name, library, tile_n, cluster_m). ctypes loads each
+    # Further ggemm runs in the same rounds: (name, library, tile_n, cluster_m, kernel prefix,
+    # split_k). ctypes loads each
     # build RTLD_LOCAL, so two builds' entry points never mix.
     opts.alternatives = []
     for spec in opts.alt:
@@ -542,15 +547,17 @@ def main():
             tile_n, cluster_m = (int(v) for v in spec.split("x"))
         except ValueError:
             sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M" % spec)
-        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None))
+        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None, 0))
     for spec in opts.alt_lib:
         name, _, path = spec.partition("=")
-        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None))
+        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None, 0))
     for spec in opts.alt_kernel:
         name, _, prefix = spec.partition("=")
         if not name or not prefix:
             sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX" % spec)
-        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix))
+        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix, 0))
+    for split_k in opts.alt_split:
+        opts.alternatives.append(("ggemm_split%d" % split_k, lib, 0, 0, None, split_k))
     props = torch.cuda.get_device_properties(0)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -561,6 +568,7 @@ def main():
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
         "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib, "alt_kernel": opts.alt_kernel,
+        "alt_split": opts.alt_split,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }

@@ -26,6 +26,7 @@ CaseConfig split_config(const char* label, int32_t split_k, int32_t tile_n, uint
     config.generate_c = true;
     config.split_k = split_k;
     config.tile_n = tile_n;
+    config.sampled_rows_per_expert = 24;
     config.seed = seed;
     return config;
 }
@@ -160,5 +161,19 @@ TEST_CASE("split-K: graph replays with new offsets and data stay right (counters
         graph.launch(stream.get());
         stream.synchronize();
         same_bits(describe(config) + ": replay 4 (replay 1's inputs) vs replay 1", buffers.download(), first_outputs);
+    }
+}
+
+TEST_CASE("sanitizer: split-K at N = 136 and K = 200, both schedulers and weight modes") {
+    uint64_t seed = 9600;
+    for (const int32_t tile_n : {64, 256}) {
+        for (const int32_t split_k : {2, 4}) {
+            CaseConfig config = split_config("sanitizer split-K", split_k, tile_n, ++seed);
+            config.n = 136;
+            config.k = 200;  // four k-blocks, the last 8 deep
+            config.sampled_rows_per_expert = -1;
+            check_split(config, GGEMM_WEIGHTS_DENSE);
+            check_split(config, GGEMM_WEIGHTS_DISCRETE);
+        }
     }
 }
