@@ -19,6 +19,8 @@ __device__ __forceinline__ TileCoord read_tile_slot(const TileCoord* slot, int l
     tile.row_begin = __shfl_sync(0xffffffffu, tile.row_begin, 0);
     tile.n_begin = __shfl_sync(0xffffffffu, tile.n_begin, 0);
     tile.n_width = __shfl_sync(0xffffffffu, tile.n_width, 0);
+    tile.k_split = __shfl_sync(0xffffffffu, tile.k_split, 0);
+    tile.tile_index = __shfl_sync(0xffffffffu, tile.tile_index, 0);
     return tile;
 }
 
