@@ -69,7 +69,7 @@ class Args(C.Structure):
 
 # The mirror must match the C layout (x86-64 and aarch64 Linux ABIs alike).
 assert PlanDesc.scheduler.offset + 4 == PLAN_DESC_MIN_SIZE
-assert C.sizeof(PlanDesc) == 88
+assert C.sizeof(PlanDesc) == 96
 assert Args.device_status.offset == ARGS_MIN_SIZE
 assert C.sizeof(Args) == 112
 

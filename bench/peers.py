@@ -397,21 +397,23 @@ def fmt(value, spec):
 
 
 def table_lines(results, summary):
-    head = "| case | M | N | K | L | ggemm TFLOP/s | grouped_mm TFLOP/s | dense TFLOP/s | ggemm/grouped_mm | ggemm/dense | check err |"
+    head = ("| case | M | N | K | L | ggemm TFLOP/s | grouped_mm TFLOP/s | dense TFLOP/s | deepgemm TFLOP/s "
+            "| ggemm/grouped_mm | ggemm/dense | ggemm/deepgemm | check err |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         t = r.get("tflops", {})
         check = r.get("check", {})
         err = fmt(check.get("rel_err"), ".1e") + ("" if check.get("ok", True) else " FAIL")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"], r.get("M", "-"), r["N"], r["K"], r["L"], fmt(t.get("ggemm"), ".0f"),
-            fmt(t.get("grouped_mm"), ".0f"), fmt(t.get("dense"), ".0f"),
-            fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_dense"), ".3f"), err))
-    lines.append("| **geomean** (%d of %d cases) | | | | | %s | %s | %s | **%s** | **%s** | |" % (
+            fmt(t.get("grouped_mm"), ".0f"), fmt(t.get("dense"), ".0f"), fmt(t.get("deepgemm"), ".0f"),
+            fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_dense"), ".3f"),
+            fmt(r.get("ratio_deepgemm"), ".3f"), err))
+    lines.append("| **geomean** (%d of %d cases) | | | | | %s | %s | %s | | **%s** | **%s** | **%s** | |" % (
         summary["cases_with_ratio"], summary["cases"],
         fmt(summary["ggemm_tflops"], ".0f"), fmt(summary["grouped_mm_tflops"], ".0f"),
         fmt(summary["dense_tflops"], ".0f"), fmt(summary["ggemm_over_grouped_mm"], ".3f"),
-        fmt(summary["ggemm_over_dense"], ".3f")))
+        fmt(summary["ggemm_over_dense"], ".3f"), fmt(summary["ggemm_over_deepgemm"], ".3f")))
     return lines
 
 
