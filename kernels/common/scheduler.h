@@ -124,7 +124,7 @@ struct GroupedTileScheduler {
             expert_row_begin = rows.row_begin;
             expert_m_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin) / kTileM);
         }
-        if (expert >= num_experts) return {-1, 0, 0, 0};
+        if (expert >= num_experts) return {-1, 0, 0, 0, 0, 0};
         const TilePosition p =
             raster_tile(index - expert_first_tile, expert_m_blocks, n_blocks, group_m);
         return {expert, static_cast<int32_t>(expert_row_begin + int64_t{p.m_block} * kTileM),

@@ -347,3 +347,17 @@ TEST_CASE("fill model: narrower tiles win only by cutting waves") {
     // No model for SM100: the score alone chooses there.
     CHECK(ggemm::estimate_fill(variant("b", 100, 128, 256, 1), 256, 4096, 7168, 1, 1, 148).total == 0);
 }
+
+TEST_CASE("fill: the GPU test's one-expert decode plan splits K on its own") {
+    // tests/gpu/test_split_k.cpp, "the planner's own choice": M = 256, m_capacity = M + 512.
+    ggemm_plan_desc desc = valid_desc();
+    desc.m_capacity = 768;
+    desc.n = 2048;
+    desc.k = 7168;
+    desc.num_experts = 1;
+    desc.c_dtype = GGEMM_DTYPE_FP32;
+    const ggemm_plan plan = plan_on_h200(desc);
+    CAPTURE(plan.description);
+    CHECK(plan.k_splits > 1);
+    CHECK(plan.split_rows == 768);
+}
