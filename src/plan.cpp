@@ -13,6 +13,7 @@
 #include "src/variants.h"
 #include "src/workspace.h"
 #include "src/error.h"
+#include "src/fill.h"
 #include "src/heuristics.h"
 #include "src/tensor_map.h"
 #include "src/validate.h"
@@ -29,11 +30,6 @@ void appendf(std::string* text, const char* format, ...) {
 }
 
 namespace {
-
-struct Candidate {
-    const KernelVariant* variant;
-    VariantScore score;
-};
 
 // Why `variant` cannot serve this plan, or nullptr if it can. `reason` holds the text.
 const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc, const DeviceInfo& device,
@@ -89,111 +85,6 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         return reason;
     }
     return nullptr;
-}
-
-// The fill rule's decision (src/heuristics.h): which candidate and split serve the plan's
-// capacity, and every estimate that was weighed.
-struct FillOption {
-    const Candidate* candidate;
-    FillEstimate estimate;
-};
-
-struct FillDecision {
-    const Candidate* primary = nullptr;  // the best score
-    const Candidate* chosen = nullptr;
-    int32_t splits = 1;
-    int64_t primary_tiles = 0;           // at M = m_capacity
-    bool modelled = false;               // the fill model ran (the primary has few waves)
-    std::vector<FillOption> options;
-};
-
-// Splits of K worth weighing for `variant`: desc->split_k when set, else 1 and, for calls small
-// enough to split (kSplitRowLimit), 2 .. the variant's and K's limits.
-std::vector<int32_t> split_choices(const ggemm_plan_desc& desc, const KernelVariant& variant) {
-    if (desc.split_k >= 1) return {desc.split_k};
-    std::vector<int32_t> choices = {1};
-    if (desc.m_capacity > kSplitRowLimit) return choices;
-    const int64_t k_blocks = (desc.k + kSplitBlockK - 1) / kSplitBlockK;
-    for (int32_t s = 2; s <= variant.max_split_k && s <= k_blocks; ++s) choices.push_back(s);
-    return choices;
-}
-
-// True when option `a` should be chosen over `b`: faster, then the primary, then fewer splits,
-// then the better score.
-bool better_fill(const FillOption& a, const FillOption& b, const Candidate* primary) {
-    if (a.estimate.total != b.estimate.total) return a.estimate.total < b.estimate.total;
-    if ((a.candidate == primary) != (b.candidate == primary)) return a.candidate == primary;
-    if (a.estimate.splits != b.estimate.splits) return a.estimate.splits < b.estimate.splits;
-    return better_choice(*a.candidate->variant, a.candidate->score, *b.candidate->variant, b.candidate->score);
-}
-
-FillDecision decide_fill(const ggemm_plan_desc& desc, const std::vector<Candidate>& candidates,
-                         const Candidate& primary) {
-    FillDecision d;
-    d.primary = &primary;
-    d.chosen = &primary;
-    const KernelVariant& v = *primary.variant;
-    d.primary_tiles = desc.m_capacity / v.tile_m * ((desc.n + v.tile_n - 1) / v.tile_n);
-    const FillEstimate probe = estimate_fill(v, desc.m_capacity, desc.n, desc.k, desc.num_experts, 1, primary.score.grid);
-    d.modelled = probe.total > 0 && d.primary_tiles < kFillWaves * primary.score.grid;
-    if (!d.modelled) {
-        d.splits = desc.split_k >= 2 ? desc.split_k : 1;
-        return d;
-    }
-    const FillOption* best = nullptr;
-    for (const Candidate& c : candidates) {
-        for (const int32_t splits : split_choices(desc, *c.variant)) {
-            d.options.push_back({&c, estimate_fill(*c.variant, desc.m_capacity, desc.n, desc.k, desc.num_experts,
-                                                   splits, c.score.grid)});
-        }
-    }
-    for (const FillOption& option : d.options) {
-        if (option.estimate.total <= 0) continue;  // no model for this arch
-        if (best == nullptr || better_fill(option, *best, &primary)) best = &option;
-    }
-    if (best != nullptr) {
-        d.chosen = best->candidate;
-        d.splits = best->estimate.splits;
-    }
-    return d;
-}
-
-void describe_fill(std::string* text, const ggemm_plan& plan, const FillDecision& fill) {
-    const ggemm_plan_desc& desc = plan.desc;
-    const Candidate& primary = *fill.primary;
-    appendf(text, "fill: at M = m_capacity = %lld the best score, %s, has %lld tiles on %d CTAs (%.2f waves): %s\n",
-            static_cast<long long>(desc.m_capacity), primary.variant->name, static_cast<long long>(fill.primary_tiles),
-            primary.score.grid, primary.score.grid > 0 ? static_cast<double>(fill.primary_tiles) / primary.score.grid : 0.0,
-            fill.modelled ? "fewer than 2 waves, so the fill model chooses (estimated SM cycles, "
-                            "max(waves x item, L2, DRAM); the primary on ties)"
-                          : "the score's choice stands (2 waves or more, or no fill model for this arch)");
-    // Per candidate, its fastest split (and the chosen option).
-    for (const FillOption& option : fill.options) {
-        const FillEstimate& e = option.estimate;
-        const bool chosen = option.candidate == fill.chosen && e.splits == fill.splits;
-        bool fastest = true;
-        for (const FillOption& other : fill.options) {
-            if (other.candidate == option.candidate && &other != &option &&
-                (other.estimate.total < e.total || (other.estimate.total == e.total && &other < &option)))
-                fastest = false;
-        }
-        if (!chosen && !fastest) continue;
-        appendf(text, "  %-8s %10.0f = max(%lld wave%s x %.0f, L2 %.0f, DRAM %.0f): %lld tiles, K split %d  %s\n",
-                chosen ? "chosen" : "", e.total, static_cast<long long>(e.waves), e.waves == 1 ? "" : "s", e.item_cycles,
-                e.l2_cycles, e.dram_cycles, static_cast<long long>(e.tiles), e.splits, option.candidate->variant->name);
-    }
-    if (plan.k_splits > 1) {
-        const int64_t k_blocks = (desc.k + kSplitBlockK - 1) / kSplitBlockK;
-        appendf(text,
-                "split-K: K split %d ways (%lld k-blocks of %d, %lld to %lld per split) on calls of at most %lld rows "
-                "(larger calls run unsplit); fp32 partials summed in split order by the last split to arrive%s\n",
-                plan.k_splits, static_cast<long long>(k_blocks), kSplitBlockK,
-                static_cast<long long>(k_blocks / plan.k_splits),
-                static_cast<long long>((k_blocks + plan.k_splits - 1) / plan.k_splits),
-                static_cast<long long>(plan.split_rows), desc.split_k >= 2 ? " (desc->split_k)" : "");
-    } else {
-        appendf(text, "split-K: none%s\n", desc.split_k == 1 ? " (desc->split_k = 1)" : "");
-    }
 }
 
 void describe_score(std::string* text, const char* mark, const KernelVariant& variant,

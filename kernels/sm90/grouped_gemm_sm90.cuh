@@ -12,7 +12,9 @@
 // flight, then run the epilogue. Two output designs: the math warps' own stores, staged through
 // shared memory 128 bytes of a row at a time (epilogue_sm90.cuh, every dtype and C), or, for a
 // bf16 D without C, a tile buffer in shared memory stored by TMA while the next tile's main loop
-// runs (tma_store_epilogue_sm90.cuh).
+// runs (tma_store_epilogue_sm90.cuh). Small calls may split each tile's K range over several
+// work items (kernels/common/split_k.h): each stores an fp32 partial, and the last to arrive sums
+// them in split order and runs the epilogue (reduce_split).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -305,7 +307,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
 // Each thread reads back only the elements that same thread position wrote in the other
 // splits, so one counter per warpgroup orders everything: every writer fences before the
 // warpgroup's barrier that precedes the count, and the last arrival fences after seeing it.
-// `split_item` is tile_index x k_splits + k_split (one register across the main loop).
+// `split_item` is tile_index x k_splits + k_split.
 template <class Cfg, int kWidth>
 __device__ __forceinline__ bool reduce_split(SharedStorage<Cfg>& s, const KernelArgs& args, int32_t split_item,
                                              int warpgroup, float (&acc)[kWidth / 2]) {
