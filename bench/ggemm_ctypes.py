@@ -42,6 +42,8 @@ class PlanDesc(C.Structure):
         ("reserved0", C.c_int32),
         ("weight_layout", C.c_int32),
         ("reserved1", C.c_int32),
+        ("split_k", C.c_int32),
+        ("reserved2", C.c_int32),
     ]
 
 
@@ -68,7 +70,7 @@ class Args(C.Structure):
 
 # The mirror must match the C layout (x86-64 and aarch64 Linux ABIs alike).
 assert PlanDesc.scheduler.offset + 4 == PLAN_DESC_MIN_SIZE
-assert C.sizeof(PlanDesc) == 88
+assert C.sizeof(PlanDesc) == 96
 assert Args.device_status.offset == ARGS_MIN_SIZE
 assert Args.valid_rows.offset == 112
 assert C.sizeof(Args) == 120

@@ -76,6 +76,9 @@ def parse_args():
                         "with PREFIX (the library's GGEMM_KERNEL), e.g. warp=sm90_tma_wgmma_ for the math "
                         "warps' stores, or a whole variant name, e.g. c2=sm90_tmastore_halves_128x256x64_s4_c2 "
                         "for one cluster-of-two kernel (static scheduler): reported as ggemm_NAME (repeatable)")
+    p.add_argument("--alt-split", action="append", default=[], type=int, metavar="SPLIT_K",
+                   help="also time ggemm with desc.split_k = SPLIT_K (1: never split K; 2..8: split K that "
+                        "many ways on calls of up to 1024 rows): reported as ggemm_splitSPLIT_K (repeatable)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -162,8 +165,8 @@ class CaseData:
 class GgemmCase:
     """A ggemm plan over CaseData with one ggemm_args per input set."""
 
-    def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0, valid_rows=None):
-        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m,
+    def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0, split_k=0, valid_rows=None):
+        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m, split_k=split_k,
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE,
             c_dtype=gg.DTYPE_FP32 if full else gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
@@ -364,10 +367,11 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
 
-    for name, alt_lib, tile_n, cluster_m, kernel in opts.alternatives:
+    for name, alt_lib, tile_n, cluster_m, kernel, split_k in opts.alternatives:
         try:
             with forced_kernel(kernel):
-                gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m)
+                gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m,
+                                  split_k=split_k)
             plans.append(gcase)
             result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
             result.setdefault("alt_plans", {})[name] = gcase.description
@@ -481,21 +485,23 @@ def fmt(value, spec):
 
 
 def table_lines(results, summary):
-    head = "| case | M | N | K | L | ggemm TFLOP/s | grouped_mm TFLOP/s | dense TFLOP/s | ggemm/grouped_mm | ggemm/dense | check err |"
+    head = ("| case | M | N | K | L | ggemm TFLOP/s | grouped_mm TFLOP/s | dense TFLOP/s | deepgemm TFLOP/s "
+            "| ggemm/grouped_mm | ggemm/dense | ggemm/deepgemm | check err |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         t = r.get("tflops", {})
         check = r.get("check", {})
         err = fmt(check.get("rel_err"), ".1e") + ("" if check.get("ok", True) else " FAIL")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"], r.get("M", "-"), r["N"], r["K"], r["L"], fmt(t.get("ggemm"), ".0f"),
-            fmt(t.get("grouped_mm"), ".0f"), fmt(t.get("dense"), ".0f"),
-            fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_dense"), ".3f"), err))
-    lines.append("| **geomean** (%d of %d cases) | | | | | %s | %s | %s | **%s** | **%s** | |" % (
+            fmt(t.get("grouped_mm"), ".0f"), fmt(t.get("dense"), ".0f"), fmt(t.get("deepgemm"), ".0f"),
+            fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_dense"), ".3f"),
+            fmt(r.get("ratio_deepgemm"), ".3f"), err))
+    lines.append("| **geomean** (%d of %d cases) | | | | | %s | %s | %s | | **%s** | **%s** | **%s** | |" % (
         summary["cases_with_ratio"], summary["cases"],
         fmt(summary["ggemm_tflops"], ".0f"), fmt(summary["grouped_mm_tflops"], ".0f"),
         fmt(summary["dense_tflops"], ".0f"), fmt(summary["ggemm_over_grouped_mm"], ".3f"),
-        fmt(summary["ggemm_over_dense"], ".3f")))
+        fmt(summary["ggemm_over_dense"], ".3f"), fmt(summary["ggemm_over_deepgemm"], ".3f")))
     return lines
 
 
@@ -638,7 +644,8 @@ def main():
     if not hasattr(torch, "_grouped_mm"):
         print("peers.py: this torch has no torch._grouped_mm; that peer will be recorded as failed")
     lib = gg.Library(os.path.abspath(opts.lib))
-    # Further ggemm runs in the same rounds: (name, library, tile_n, cluster_m). ctypes loads each
+    # Further ggemm runs in the same rounds: (name, library, tile_n, cluster_m, kernel prefix,
+    # split_k). ctypes loads each
     # build RTLD_LOCAL, so two builds' entry points never mix.
     opts.alternatives = []
     for spec in opts.alt:
@@ -646,15 +653,17 @@ def main():
             tile_n, cluster_m = (int(v) for v in spec.split("x"))
         except ValueError:
             sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M" % spec)
-        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None))
+        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None, 0))
     for spec in opts.alt_lib:
         name, _, path = spec.partition("=")
-        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None))
+        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None, 0))
     for spec in opts.alt_kernel:
         name, _, prefix = spec.partition("=")
         if not name or not prefix:
             sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX" % spec)
-        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix))
+        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix, 0))
+    for split_k in opts.alt_split:
+        opts.alternatives.append(("ggemm_split%d" % split_k, lib, 0, 0, None, split_k))
     props = torch.cuda.get_device_properties(0)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -665,6 +674,7 @@ def main():
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
         "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib, "alt_kernel": opts.alt_kernel,
+        "alt_split": opts.alt_split,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }

@@ -140,6 +140,9 @@ typedef struct ggemm_plan_desc {
     int32_t reserved0;       /* must be 0 */
     int32_t weight_layout;   /* GGEMM_WEIGHT_LAYOUT_* (default K_MAJOR) */
     int32_t reserved1;       /* must be 0 */
+    /* Split-K, for calls too small to fill the GPU (docs/API.md, "Small calls"). */
+    int32_t split_k;         /* 0 = choose; 1 = never split K; 2..8 = split K that many ways */
+    int32_t reserved2;       /* must be 0 */
 } ggemm_plan_desc;
 
 /* Bytes of the smallest ggemm_plan_desc accepted (up to and including `scheduler`). */

@@ -281,6 +281,8 @@ s = doc["summary"]
 f = lambda v: "-" if v is None else "%.3f" % v
 parts = ["geomean ggemm/grouped_mm %s, ggemm/dense %s over %d/%d cases"
          % (f(s["ggemm_over_grouped_mm"]), f(s["ggemm_over_dense"]), s["cases_with_ratio"], s["cases"])]
+if s.get("deepgemm_cases"):
+    parts.append("ggemm/deepgemm %s over %d cases" % (f(s["ggemm_over_deepgemm"]), s["deepgemm_cases"]))
 for c in doc["cases"]:
     if "full_epilogue_overhead" in c:
         parts.append("full epilogue %+.1f%%" % (100 * c["full_epilogue_overhead"]))
@@ -402,7 +404,7 @@ done
   if [ -s "$OUT/peers.md" ]; then
     echo
     echo "=== peers ==="
-    grep -E "^\||^Full epilogue|^valid rows|^deepgemm_masked|^ERROR|^CHECK" "$OUT/peers.md"
+    grep -E "^\||^Full epilogue|^valid rows|^deepgemm_masked|^ERROR|^CHECK|^deepgemm on|^ggemm/deepgemm|^ggemm_" "$OUT/peers.md"
   fi
   echo
   echo "=== gpu_run.sh summary ==="

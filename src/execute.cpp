@@ -86,11 +86,11 @@ ggemm_status_t make_context_current(int device) noexcept {
                 cudaGetErrorString(error));
 }
 
-ggemm_status_t clear_tile_counter(void* workspace, cudaStream_t stream) noexcept {
-    const cudaError_t error = cudaMemsetAsync(workspace, 0, kWorkspaceCounterBytes, stream);
+ggemm_status_t clear_counters(void* workspace, uint64_t bytes, cudaStream_t stream) noexcept {
+    const cudaError_t error = cudaMemsetAsync(workspace, 0, bytes, stream);
     if (error == cudaSuccess) return GGEMM_SUCCESS;
     cudaGetLastError();
-    return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(tile counter in args->workspace) failed: %s (%s)",
+    return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(counters in args->workspace) failed: %s (%s)",
                 cudaGetErrorName(error), cudaGetErrorString(error));
 }
 
@@ -140,8 +140,31 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     // tile_m rows together).
     const KernelVariant& variant = plan.variant;
     const int64_t tiles = args.m / variant.tile_m * ((desc.n + variant.tile_n - 1) / variant.tile_n);
-    kernel.tail = choose_tail_split(tiles, plan.grid / variant.cluster_m, variant.tile_n, variant.max_tail_pieces);
+    kernel.k_splits = call_k_splits(plan, args.m);
+    if (kernel.k_splits > 1) {
+        // K split: no pieces of the last round (split_k.h), partials and counters in the workspace.
+        kernel.tail = TailSplit{tiles, 1};
+        const uint64_t counters = workspace_split_offset(desc.weight_mode, desc.num_experts);
+        kernel.split_counters = reinterpret_cast<uint32_t*>(workspace + counters);
+        kernel.split_partials = reinterpret_cast<float*>(
+            workspace + counters + split_counter_bytes(plan.k_splits, plan.split_rows, desc.n));
+    } else {
+        kernel.tail = choose_tail_split(tiles, plan.grid / variant.cluster_m, variant.tile_n, variant.max_tail_pieces);
+    }
     return kernel;
+}
+
+int32_t call_k_splits(const ggemm_plan& plan, int64_t m) noexcept {
+    return plan.k_splits > 1 && m <= plan.split_rows ? plan.k_splits : 1;
+}
+
+uint64_t cleared_workspace_bytes(const ggemm_plan& plan, int64_t m) noexcept {
+    const ggemm_plan_desc& desc = plan.desc;
+    if (call_k_splits(plan, m) > 1) {
+        return workspace_split_offset(desc.weight_mode, desc.num_experts) +
+               split_counter_bytes(plan.k_splits, m, desc.n);
+    }
+    return desc.scheduler == GGEMM_SCHEDULER_DYNAMIC ? kWorkspaceCounterBytes : 0;
 }
 
 ggemm_status_t prepare_launch(const ggemm_plan& plan, const ggemm_args& args, LaunchParams* params) noexcept {
@@ -193,10 +216,12 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     }
     if (args.m == 0) return GGEMM_SUCCESS;
 
-    // The dynamic scheduler claims tiles from the counter (src/workspace.h): it must
-    // read zero at every launch, in stream order.
-    if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC) {
-        status = clear_tile_counter(args.workspace, stream);
+    // The dynamic scheduler's tile counter and split-K's arrival counters (src/workspace.h)
+    // must read zero at every launch, in stream order: one memset from the workspace's start
+    // (in discrete mode it also covers the maps, which the map builder writes afterwards).
+    const uint64_t cleared = cleared_workspace_bytes(plan, args.m);
+    if (cleared > 0) {
+        status = clear_counters(args.workspace, cleared, stream);
         if (status != GGEMM_SUCCESS) return status;
     }
     return launch_status(plan.variant.launch(params, stream), plan.variant.name, plan.grid);

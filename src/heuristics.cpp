@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "kernels/common/contract.h"
+
 namespace ggemm {
 
 const TileWidthEfficiency kTileWidthEfficiency[] = {
@@ -30,6 +32,15 @@ const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterP
 // Hopper: the math warps' own global stores of D cost about one k-block per tile (7 % at
 // K = 768); TMA stores from a tile buffer take them off the math warps' path.
 const OutputPreference kOutputPreference = {1.00, 1.01};
+
+// Hopper (H100 / H200): 4096 bf16 flops per SM per cycle (989 TFLOP/s dense at 1.83 GHz x 132
+// SMs); 64 bytes per SM per cycle from L2, about 6150 for all SMs together (DeepGEMM's SM90
+// heuristic uses the same two numbers); 4.8 TB/s of HBM3e at 1.83 GHz, about 2600 bytes per
+// cycle. Blackwell: no model (never measured), so the score alone chooses there.
+const FillModel kFillModel[] = {
+    {90, 4096.0, 64.0, 6150.0, 2600.0, 2000.0, 64.0},
+};
+const int kFillModelCount = sizeof kFillModel / sizeof kFillModel[0];
 
 namespace {
 
@@ -75,6 +86,44 @@ VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_c
     score.total = score.width_efficiency * score.column_use * score.tile_m_factor *
                   score.cluster_factor * score.grid_use * score.output_factor;
     return score;
+}
+
+FillEstimate estimate_fill(const KernelVariant& variant, int64_t rows, int64_t n, int64_t k, int32_t experts,
+                           int32_t splits, int32_t grid) noexcept {
+    FillEstimate e{};
+    e.splits = splits;
+    const FillModel* model = nullptr;
+    for (int i = 0; i < kFillModelCount; ++i)
+        if (kFillModel[i].arch == variant.arch) model = &kFillModel[i];
+    if (model == nullptr || grid <= 0 || splits <= 0 || variant.tile_m <= 0 || variant.tile_n <= 0) return e;
+    const double tile_m = variant.tile_m, tile_n = variant.tile_n, block_k = variant.block_k;
+    e.tiles = rows / variant.tile_m * ((n + variant.tile_n - 1) / variant.tile_n);
+    e.waves = (e.tiles * splits + grid - 1) / grid;
+    const int64_t k_blocks = (k + variant.block_k - 1) / variant.block_k;
+    const double mma = 2.0 * tile_m * tile_n * block_k / model->mma_flops_per_cycle;
+    const double operands = (tile_m + tile_n) * block_k * 2.0 / model->operand_bytes_per_cycle;
+    const double block = mma > operands ? mma : operands;
+    const double output = tile_m * tile_n * 2.0 / model->operand_bytes_per_cycle;
+    // Split: each split stores its fp32 partial; the last loads all of them (one more on average).
+    const double partial_bytes = splits > 1 ? 2.0 * tile_m * tile_n * 4.0 : 0.0;
+    const double item_blocks = static_cast<double>((k_blocks + splits - 1) / splits);
+    e.item_cycles = item_blocks * block + model->item_overhead_cycles + output / splits +
+                    partial_bytes / model->partial_bytes_per_cycle;
+    const double items = static_cast<double>(e.tiles) * splits;
+    e.l2_cycles = items * (item_blocks * (tile_m + tile_n) * block_k * 2.0 + partial_bytes) / model->l2_bytes_per_cycle;
+    // Unique bytes: the weights of the experts the rows can reach (a non-empty expert holds at
+    // least one 256-row segment), A, and D.
+    const int64_t segments = rows / kSegmentAlignment;
+    const double reached = static_cast<double>(segments < experts ? segments : experts);
+    const double bytes = 2.0 * (reached * static_cast<double>(n) * static_cast<double>(k) +
+                                static_cast<double>(rows) * static_cast<double>(k + n));
+    e.dram_cycles = bytes / model->dram_bytes_per_cycle;
+    double slowest = static_cast<double>(e.waves) * e.item_cycles;
+    if (e.l2_cycles > slowest) slowest = e.l2_cycles;
+    if (e.dram_cycles > slowest) slowest = e.dram_cycles;
+    const double output_factor = variant.d_box_rows > 0 ? kOutputPreference.tma_store : kOutputPreference.warp_stores;
+    e.total = slowest / output_factor;
+    return e;
 }
 
 bool better_choice(const KernelVariant& a, const VariantScore& a_score, const KernelVariant& b,

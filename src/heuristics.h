@@ -14,8 +14,19 @@
 //   output            how the tile's output leaves: the math warps' own stores, or TMA stores
 //                     from a tile buffer (only where the variant serves the plan's outputs)
 //
-// M is a run-time value, so nothing here depends on it. The numbers are first estimates, to be
-// replaced by measurements (bench/); changing them changes choices, never correctness.
+// The score does not depend on M. Where the plan's m_capacity leaves the best-scored variant
+// (the primary) less than kFillWaves waves of tiles, a second rule, the fill model, estimates
+// each candidate's time at that M, with K split or not (kernels/common/split_k.h):
+//
+//   time = max(waves x item_cycles, l2_bytes / l2_rate, dram_bytes / dram_rate)
+//   waves       = ceil(tiles x splits / grid)                    tiles = M/128 x ceil(N/tile_n)
+//   item_cycles = ceil(k_blocks / splits) x max(mma, operands)   per 64-deep k-block of a tile
+//               + per-item overhead + output (+ the partials' store and sum when split)
+//   l2_bytes    = every item's operand loads (+ partials): what all SMs draw from L2 together
+//
+// and keeps the fastest, the primary on ties (a narrower tile wins only by cutting waves). The
+// numbers are first estimates, to be replaced by measurements (bench/); changing them changes
+// choices, never correctness.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +62,39 @@ struct OutputPreference {
     double tma_store;
 };
 extern const OutputPreference kOutputPreference;
+
+// The fill model's beliefs about one architecture's SM (kFillModel).
+struct FillModel {
+    int32_t arch;
+    double mma_flops_per_cycle;      // dense bf16 tensor-core flops per SM per cycle
+    double operand_bytes_per_cycle;  // A and B bytes one SM's TMA loads bring per cycle (from L2)
+    double l2_bytes_per_cycle;       // what all SMs together draw from L2 per cycle
+    double dram_bytes_per_cycle;     // the whole device's memory bandwidth per SM clock
+    double item_overhead_cycles;     // per work item: pipeline fill and drain, scheduling
+    double partial_bytes_per_cycle;  // one SM's fp32 partial stores and loads (split-K), per cycle
+};
+extern const FillModel kFillModel[];
+extern const int kFillModelCount;
+
+// The fill model applies while the primary has fewer than kFillWaves x grid tiles at M =
+// m_capacity: with more, the score's choice stands (the last round's tiles are cut along N
+// instead, kernels/common/tail_split.h).
+constexpr int64_t kFillWaves = 2;
+
+struct FillEstimate {
+    int64_t tiles;        // M/128 x ceil(N/tile_n)
+    int32_t splits;       // of K
+    int64_t waves;        // ceil(tiles x splits / grid)
+    double item_cycles;   // one work item on one SM
+    double l2_cycles;     // every item's loads (and partials) over the L2 bandwidth
+    double dram_cycles;   // the unique bytes over the device's memory bandwidth
+    double total;         // max(waves x item_cycles, l2_cycles, dram_cycles) / output factor
+};
+
+// The fill model for `variant` at `rows` rows of N x K over `experts` experts, K split `splits`
+// ways, on `grid` CTAs (total == 0: no model for the variant's arch).
+FillEstimate estimate_fill(const KernelVariant& variant, int64_t rows, int64_t n, int64_t k, int32_t experts,
+                           int32_t splits, int32_t grid) noexcept;
 
 struct VariantScore {
     double width_efficiency;

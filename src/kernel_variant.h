@@ -53,6 +53,8 @@ struct KernelVariant {
     // Whether it can run the dynamic scheduler (an atomic counter claimed by one thread). SM90
     // clusters cannot: both CTAs of a cluster derive the same items from the static rule.
     bool dynamic_scheduler = true;
+    // The most splits of K the kernel can reduce (kernels/common/split_k.h); 1: it cannot split.
+    int32_t max_split_k = 1;
 };
 
 }  // namespace ggemm

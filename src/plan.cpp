@@ -13,6 +13,7 @@
 #include "src/variants.h"
 #include "src/workspace.h"
 #include "src/error.h"
+#include "src/fill.h"
 #include "src/heuristics.h"
 #include "src/tensor_map.h"
 #include "src/validate.h"
@@ -29,11 +30,6 @@ void appendf(std::string* text, const char* format, ...) {
 }
 
 namespace {
-
-struct Candidate {
-    const KernelVariant* variant;
-    VariantScore score;
-};
 
 // Why `variant` cannot serve this plan, or nullptr if it can. `reason` holds the text.
 const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc, const DeviceInfo& device,
@@ -84,6 +80,11 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
                       variant.smem_bytes, device.max_smem_optin);
         return reason;
     }
+    if (desc.split_k > variant.max_split_k) {
+        std::snprintf(reason, size, "splits K at most %d way%s, desc->split_k = %d", variant.max_split_k,
+                      variant.max_split_k == 1 ? "" : "s", desc.split_k);
+        return reason;
+    }
     if (persistent_grid(device.sm_count, desc.sm_margin, variant.cluster_m) == 0) {
         std::snprintf(reason, size, "%d SMs - margin %d leave no whole cluster of %d",
                       device.sm_count, desc.sm_margin, variant.cluster_m);
@@ -104,7 +105,7 @@ void describe_score(std::string* text, const char* mark, const KernelVariant& va
 }
 
 std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& candidates,
-                          const Candidate& chosen, const std::string& excluded, const char* kernel_prefix) {
+                          const FillDecision& fill, const std::string& excluded, const char* kernel_prefix) {
     const ggemm_plan_desc& desc = plan.desc;
     const DeviceInfo& device = plan.device;
     const KernelVariant& variant = plan.variant;
@@ -142,19 +143,20 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     }
     appendf(&text, "workspace: %llu bytes per call in flight\n",
             static_cast<unsigned long long>(plan.workspace_bytes));
-    appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d (0 = planner's choice)\n",
-            desc.tile_m, desc.tile_n, desc.cluster_m);
+    appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d, split_k %d (0 = planner's choice)\n",
+            desc.tile_m, desc.tile_n, desc.cluster_m, desc.split_k);
     appendf(&text, "output: %s\n",
             variant.d_box_rows > 0 ? "D stored by TMA from a tile buffer in shared memory"
                                    : "C and D stored by the math warps");
     if (kernel_prefix != nullptr) appendf(&text, "kernels restricted to names starting with GGEMM_KERNEL=%.60s\n", kernel_prefix);
-    appendf(&text, "why: highest score of %zu candidate%s; score = width efficiency x column use x tile_m x cluster x grid use x output\n",
+    appendf(&text, "why: highest score of %zu candidate%s (then the fill rule below); score = width efficiency x column use x tile_m x cluster x grid use x output\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");
     for (const Candidate& candidate : candidates) {
-        describe_score(&text, &candidate == &chosen ? "chosen" : "", *candidate.variant,
-                       candidate.score, desc.n);
+        const char* mark = &candidate == fill.chosen ? "chosen" : &candidate == fill.primary ? "primary" : "";
+        describe_score(&text, mark, *candidate.variant, candidate.score, desc.n);
     }
     text += excluded;
+    describe_fill(&text, plan, fill);
     return text;
 }
 
@@ -203,12 +205,16 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
                     arch, desc.tile_m, desc.tile_n, desc.cluster_m, desc.sm_margin, desc.device,
                     device.name, excluded.c_str());
     }
+    const FillDecision fill = decide_fill(desc, candidates, *best);
     plan->desc = desc;
     plan->device = device;
-    plan->variant = *best->variant;
-    plan->grid = best->score.grid;
-    plan->workspace_bytes = workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts);
-    plan->description = describe_plan(*plan, candidates, *best, excluded, kernel_prefix);
+    plan->variant = *fill.chosen->variant;
+    plan->grid = fill.chosen->score.grid;
+    plan->k_splits = fill.splits;
+    plan->split_rows = fill.splits > 1 ? split_rows(desc.m_capacity) : 0;
+    plan->workspace_bytes = forward_workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts, plan->k_splits,
+                                                    plan->split_rows, desc.n);
+    plan->description = describe_plan(*plan, candidates, fill, excluded, kernel_prefix);
     plan->serial = next_plan_serial();
     return GGEMM_SUCCESS;
 }

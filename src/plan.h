@@ -37,6 +37,10 @@ struct ggemm_plan {
     ggemm::KernelVariant variant;  // the chosen one (a copy: names point into the kernel's TU)
     int32_t grid = 0;              // persistent CTAs, a multiple of variant.cluster_m
     uint64_t workspace_bytes = 0;
+    // Split-K (kernels/common/split_k.h): splits of each tile's K range, used on calls of at
+    // most split_rows rows (the partials' room); 1: never split.
+    int32_t k_splits = 1;
+    int64_t split_rows = 0;
     std::string description;       // ggemm_plan_describe's text
     uint64_t serial = 0;           // unique among this process's plans (from 1), never reused
     // The kind of plan; a wgrad plan uses `wgrad` with the device, grid, workspace, description

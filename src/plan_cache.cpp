@@ -62,7 +62,7 @@ PlanCacheKey plan_cache_key(const ggemm_plan_desc& desc) noexcept {
     return PlanCacheKey{desc.device,     desc.n,          desc.k,           desc.num_experts,
                         desc.weight_mode, desc.c_dtype,   desc.d_dtype,     desc.bias_dtype,
                         desc.generate_c, desc.scheduler, desc.tile_m,      desc.tile_n,
-                        desc.cluster_m,  desc.sm_margin, desc.weight_layout};
+                        desc.cluster_m,  desc.sm_margin, desc.weight_layout, desc.split_k};
 }
 
 PlanFactory set_plan_factory(PlanFactory factory) noexcept { return g_factory.exchange(factory); }
@@ -158,7 +158,9 @@ GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint6
         ggemm_plan_desc checked;
         const ggemm_status_t status = ggemm::read_one_shot_desc(desc, &checked);
         if (status != GGEMM_SUCCESS) return status;
-        *bytes = ggemm::workspace_bytes(checked.weight_mode, checked.scheduler, checked.num_experts);
+        // The cached plan is created with the largest capacity (cached_plan): sized for that.
+        *bytes = ggemm::forward_workspace_bytes(checked.weight_mode, checked.scheduler, checked.num_experts,
+                                                checked.split_k, ggemm::split_rows(ggemm::kMaxMCapacity), checked.n);
         return GGEMM_SUCCESS;
     });
 }

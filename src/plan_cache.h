@@ -37,10 +37,11 @@ struct PlanCacheKey {
     int32_t cluster_m;
     int32_t sm_margin;
     int32_t weight_layout;
+    int32_t split_k;
 
     auto fields() const {
         return std::tie(device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype,
-                        generate_c, scheduler, tile_m, tile_n, cluster_m, sm_margin, weight_layout);
+                        generate_c, scheduler, tile_m, tile_n, cluster_m, sm_margin, weight_layout, split_k);
     }
     bool operator<(const PlanCacheKey& other) const { return fields() < other.fields(); }
     bool operator==(const PlanCacheKey& other) const { return fields() == other.fields(); }

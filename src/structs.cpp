@@ -44,7 +44,8 @@ void set_if_fits(Struct* base, uint32_t struct_size, Field Struct::*field, Field
 constexpr uint32_t kPlanDescSizes[] = {
     offsetof(ggemm_plan_desc, tile_m), offsetof(ggemm_plan_desc, tile_n),
     offsetof(ggemm_plan_desc, cluster_m), offsetof(ggemm_plan_desc, sm_margin),
-    offsetof(ggemm_plan_desc, reserved0), offsetof(ggemm_plan_desc, weight_layout)};
+    offsetof(ggemm_plan_desc, reserved0), offsetof(ggemm_plan_desc, weight_layout),
+    offsetof(ggemm_plan_desc, split_k)};
 constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status), offsetof(ggemm_args, valid_rows)};
 // The wgrad structs have one version so far: no smaller size is an older one.
 constexpr uint32_t kWgradDescSizes[] = {sizeof(ggemm_wgrad_desc)};

@@ -89,6 +89,7 @@ ggemm_status_t check_override(const char* name, int32_t value, VariantList varia
 // whole 16-byte rows, and room for a tile past the end in int32 (the kernels round them up to
 // their tiles in int32).
 constexpr int64_t kMaxExtent = 2147483392;  // INT32_MAX - 255, rounded down to a multiple of 8
+static_assert(max_split_items(kMaxExtent) <= 2147483647, "a split call's work items fit the kernel's 32 bits");
 ggemm_status_t check_extent(const char* name, int64_t value) noexcept {
     if (value < 8) return fail(GGEMM_ERROR_INVALID_SHAPE, "desc->%s must be >= 8, got %lld", name, (ll)value);
     if (value % 8 != 0) {
@@ -229,6 +230,20 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
     }
     if (desc.reserved1 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved1 must be 0, got %d", desc.reserved1);
+    }
+    if (desc.reserved2 != 0) {
+        return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved2 must be 0, got %d", desc.reserved2);
+    }
+    if (desc.split_k < 0 || desc.split_k > kMaxSplitK) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->split_k must be 0 (choose), 1 (never split K) or up to %d splits, got %d", kMaxSplitK,
+                    desc.split_k);
+    }
+    if (desc.split_k > (desc.k + kSplitBlockK - 1) / kSplitBlockK) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->split_k = %d splits K = %lld, which has only %lld blocks of %d: at most one split per block",
+                    desc.split_k, static_cast<long long>(desc.k),
+                    static_cast<long long>((desc.k + kSplitBlockK - 1) / kSplitBlockK), kSplitBlockK);
     }
     if (desc.weight_layout != GGEMM_WEIGHT_LAYOUT_K_MAJOR && desc.weight_layout != GGEMM_WEIGHT_LAYOUT_N_MAJOR) {
         return fail(GGEMM_ERROR_INVALID_VALUE,

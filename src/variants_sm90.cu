@@ -69,12 +69,16 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.max_experts = Cfg::kOffsetCapacity;
     variant.weight_layout = Cfg::kWeightLayout;
     variant.dynamic_scheduler = Cfg::kClusterM == 1;  // both CTAs of a cluster must take the same items
+    // Split-K counts arrivals per schedule tile, which both CTAs of a cluster share: one CTA only.
+    variant.max_split_k = Cfg::kClusterM == 1 ? kMaxSplitK : 1;
     return variant;
 }
 
 using Tile256 = sm90::Config<256, 4>;
 using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
+// 64 wide: for small calls, where 128 x 256 tiles would leave most SMs idle (the planner counts waves).
+using Tile64 = sm90::Config<64, 8>;
 // TMA stores: 256 wide, four stages and a buffer of half the tile (two passes), or three stages
 // and the whole tile (one pass); 192 wide, four stages and the whole tile.
 using Tile256Halves = sm90::Config<256, 4, sm90::Output::kTmaStore, 128>;
@@ -86,6 +90,7 @@ using Tile192WholeNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kN
 using Tile256NMajor = sm90::Config<256, 4, sm90::Output::kWarpStores, 0, kNMajor>;
 using Tile192NMajor = sm90::Config<192, 5, sm90::Output::kWarpStores, 0, kNMajor>;
 using Tile128NMajor = sm90::Config<128, 6, sm90::Output::kWarpStores, 0, kNMajor>;
+using Tile64NMajor = sm90::Config<64, 8, sm90::Output::kWarpStores, 0, kNMajor>;
 // Clusters of two along M, the weight tile multicast (static scheduler only). The planner ranks
 // them below their one-CTA twins: they serve desc->cluster_m = 2 (or tile_m = 256) and
 // GGEMM_KERNEL.
@@ -98,6 +103,7 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
+    sm90_variant<Tile64>("sm90_tma_wgmma_128x64x64_s8"),
     sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),
     sm90_variant<Tile256Whole>("sm90_tmastore_whole_128x256x64_s3"),
     sm90_variant<Tile192Whole>("sm90_tmastore_whole_128x192x64_s4"),
@@ -107,6 +113,7 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256NMajor>("sm90_tma_wgmma_128x256x64_s4_nmajor"),
     sm90_variant<Tile192NMajor>("sm90_tma_wgmma_128x192x64_s5_nmajor"),
     sm90_variant<Tile128NMajor>("sm90_tma_wgmma_128x128x64_s6_nmajor"),
+    sm90_variant<Tile64NMajor>("sm90_tma_wgmma_128x64x64_s8_nmajor"),
     sm90_variant<Tile256HalvesCluster>("sm90_tmastore_halves_128x256x64_s4_c2"),
     sm90_variant<Tile256WholeCluster>("sm90_tmastore_whole_128x256x64_s3_c2"),
     sm90_variant<Tile192WholeCluster>("sm90_tmastore_whole_128x192x64_s4_c2"),

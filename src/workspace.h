@@ -5,12 +5,15 @@
 //   [128, 128 + 128 * L)        discrete mode: one CUtensorMap per expert, built on the device
 //   [128 + 128 * L, + 4 * L)    discrete mode: one status word per expert, written by the map
 //                               builder (0: usable), rounded up to a multiple of 128 bytes
+//   then, when K is split       the arrival counters (2 per tile, zeroed in-stream with the
+//   (kernels/common/split_k.h)  tile counter's line every call), then the fp32 partial tiles
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/common/contract.h"
+#include "kernels/common/split_k.h"
 
 namespace ggemm {
 
@@ -32,6 +35,26 @@ constexpr uint64_t workspace_bytes(int32_t weight_mode, int32_t scheduler, int32
                ? workspace_weight_status_offset(num_experts) +
                      (status_bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment
                : (scheduler == kDynamic ? kWorkspaceCounterBytes : 0);
+}
+
+// Rows a split plan's partials have room for: its capacity, at most kSplitRowLimit (larger
+// calls run unsplit).
+constexpr int64_t split_rows(int64_t m_capacity) {
+    return m_capacity < kSplitRowLimit ? m_capacity : kSplitRowLimit;
+}
+
+// Where the split-K counters start: after the tile counter's line and the discrete-mode maps.
+constexpr uint64_t workspace_split_offset(int32_t weight_mode, int32_t num_experts) {
+    return weight_mode == kDiscrete ? workspace_bytes(kDiscrete, kStatic, num_experts) : kWorkspaceCounterBytes;
+}
+
+// The whole workspace of a forward plan that splits K `splits` ways (<= 1: not at all) with
+// room for `rows` rows of N columns.
+constexpr uint64_t forward_workspace_bytes(int32_t weight_mode, int32_t scheduler, int32_t num_experts,
+                                           int32_t splits, int64_t rows, int64_t n) {
+    return splits <= 1 ? workspace_bytes(weight_mode, scheduler, num_experts)
+                       : workspace_split_offset(weight_mode, num_experts) + split_counter_bytes(splits, rows, n) +
+                             split_partial_bytes(splits, rows, n);
 }
 
 }  // namespace ggemm

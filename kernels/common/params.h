@@ -7,6 +7,7 @@
 #include <cuda.h>  // CUtensorMap (a type only: the library does not link libcuda)
 
 #include "kernels/common/contract.h"
+#include "kernels/common/split_k.h"
 #include "kernels/common/tail_split.h"
 
 namespace ggemm {
@@ -43,6 +44,11 @@ struct KernelArgs {
     int32_t scheduler;
     int32_t weight_mode;
     TailSplit tail;                 // work items past tail.first_piece are pieces of tiles
+    // Split-K (split_k.h): splits of each tile's K range (1: none); when more, the fp32 partial
+    // tiles and the per-tile arrival counters in the workspace (zeroed in-stream every call).
+    int32_t k_splits;
+    float* split_partials;
+    uint32_t* split_counters;
 };
 
 }  // namespace ggemm

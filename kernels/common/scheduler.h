@@ -79,6 +79,8 @@ struct TileCoord {
     int32_t n_begin;    // first column of the tile (or of the piece: tail_split.h)
     int32_t n_width;    // columns: the tile width, or a piece's
     int32_t row_end;    // one past the expert's last valid row: rows of the tile at or past it are not written
+    int32_t k_split;    // split of the tile's K range (split_k.h); 0 when K is not split
+    int32_t tile_index; // linear tile index (< 2^31 whenever K is split: the host bounds the rows)
 };
 
 // Position of tile `local` of an expert with m_blocks x n_blocks tiles, in raster groups of
@@ -147,15 +149,24 @@ struct GroupedTileScheduler {
             expert_row_end = rows.row_end;
             expert_m_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin + kTileM - 1) / kTileM);
         }
-        if (expert >= num_experts) return {-1, 0, 0, 0, 0};
+        if (expert >= num_experts) return {-1, 0, 0, 0, 0, 0, 0};
         const TilePosition p =
             raster_tile(index - expert_first_tile, expert_m_blocks, n_blocks, group_m);
         return {expert, static_cast<int32_t>(expert_row_begin + int64_t{p.m_block} * kTileM),
-                p.n_block * kTileN, kTileN, static_cast<int32_t>(expert_row_end)};
+                p.n_block * kTileN, kTileN, static_cast<int32_t>(expert_row_end), 0, static_cast<int32_t>(index)};
     }
 
-    // Maps a work item (never smaller than the previous call's) to its tile or piece of a tile.
-    GGEMM_HD TileCoord item(int64_t work_item, TailSplit split) {
+    // Maps a work item (never smaller than the previous call's) to its tile, piece of a tile, or
+    // split of a tile's K range. A plan splits K (k_splits > 1) or cuts the last round, never both.
+    GGEMM_HD TileCoord item(int64_t work_item, TailSplit split, int32_t k_splits = 1) {
+        if (k_splits > 1) {
+            // Split plans bound their items below 2^31 (the host caps their rows): 32-bit division,
+            // which the GPU does inline (a 64-bit one is a called routine).
+            const int32_t split_item = static_cast<int32_t>(work_item);
+            TileCoord t = tile(split_item / k_splits);
+            t.k_split = split_item % k_splits;
+            return t;
+        }
         const SplitItem at = split_item(work_item, split, kTileN);
         TileCoord t = tile(at.tile);
         t.n_begin += at.column;

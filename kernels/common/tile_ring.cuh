@@ -20,6 +20,8 @@ __device__ __forceinline__ TileCoord read_tile_slot(const TileCoord* slot, int l
     tile.n_begin = __shfl_sync(0xffffffffu, tile.n_begin, 0);
     tile.n_width = __shfl_sync(0xffffffffu, tile.n_width, 0);
     tile.row_end = __shfl_sync(0xffffffffu, tile.row_end, 0);
+    tile.k_split = __shfl_sync(0xffffffffu, tile.k_split, 0);
+    tile.tile_index = __shfl_sync(0xffffffffu, tile.tile_index, 0);
     return tile;
 }
 

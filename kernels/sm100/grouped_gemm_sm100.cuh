@@ -181,6 +181,8 @@ __device__ __forceinline__ void publish_to_peer(TileCoord* slot, uint64_t* tile_
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, n_begin), static_cast<uint32_t>(tile.n_begin));
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, n_width), static_cast<uint32_t>(tile.n_width));
     ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, row_end), static_cast<uint32_t>(tile.row_end));
+    ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, k_split), static_cast<uint32_t>(tile.k_split));
+    ptx::st_shared_cluster_u32(remote + offsetof(TileCoord, tile_index), static_cast<uint32_t>(tile.tile_index));
     ptx::mbarrier_arrive_cluster(tile_full, 1);  // release.cluster: the stores above come first
 }
 

@@ -18,7 +18,9 @@
 // output designs: the math warps' own stores, staged through
 // shared memory 128 bytes of a row at a time (epilogue_sm90.cuh, every dtype and C), or, for a
 // bf16 D without C, a tile buffer in shared memory stored by TMA while the next tile's main loop
-// runs (tma_store_epilogue_sm90.cuh).
+// runs (tma_store_epilogue_sm90.cuh). Small calls may split each tile's K range over several
+// work items (kernels/common/split_k.h): each stores an fp32 partial, and the last to arrive sums
+// them in split order and runs the epilogue (reduce_split).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -28,6 +30,7 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
+#include "kernels/common/split_k.h"
 #include "kernels/common/tile_ring.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "kernels/sm90/operand_layout.h"
@@ -116,7 +119,8 @@ struct Config {
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
 enum class NamedBarrier : uint32_t {
-    kEpilogue = 1,  // + math warpgroup index: its staged bias row, or its TMA-store buffer
+    kEpilogue = 1,      // + math warpgroup index: its staged bias row, or its TMA-store buffer
+    kSplitArrival = 3,  // + math warpgroup index: its partial tile is stored, its arrival counted
 };
 
 // Where a tile's output waits in shared memory. Warp stores: per math warpgroup one
@@ -152,6 +156,7 @@ struct SharedStorage {
     // scheduler reads the counts from global memory, once per expert it visits).
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
+    uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
@@ -262,7 +267,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = cluster_share(schedule.item(item, args.tail), rank, Cfg::kTileM);
+        const TileCoord tile = cluster_share(schedule.item(item, args.tail, args.k_splits), rank, Cfg::kTileM);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
         s.tiles[slot] = tile;
@@ -271,13 +276,14 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         // Claim the next item now so the atomic's latency hides behind this one's loads.
         item = dynamic ? atomicAdd(args.tile_counter, 1ull) : item + static_item_stride<Cfg>();
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
+        const KBlockRange blocks = split_k_range(k_blocks, args.k_splits, tile.k_split);
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
         if (discrete && tile.expert != mapped_expert) {
             ptx::fence_proxy_tensormap_acquire(expert_map);
             mapped_expert = tile.expert;
         }
-        for (int32_t kb = 0; kb < k_blocks; ++kb) {
+        for (int32_t kb = blocks.begin; kb < blocks.end; ++kb) {
             wait_stage_empty<Cfg>(&s.empty[stage], phase ^ 1);
             auto& st = s.stages[stage];
             // The whole B tile lands here, in a cluster half of it from the other CTA's load
@@ -425,6 +431,57 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     }
 }
 
+// Split-K (kernels/common/split_k.h): stores this split's partial of the warpgroup's 64 rows, counts
+// its arrival, and, in the split that arrives last, replaces `acc` by the sum of every split's
+// partial in split order. Returns whether this split arrived last (and so runs the epilogue).
+// Each thread reads back only the elements that same thread position wrote in the other
+// splits, so one counter per warpgroup orders everything: every writer fences before the
+// warpgroup's barrier that precedes the count, and the last arrival fences after seeing it.
+// `split_item` is tile_index x k_splits + k_split.
+template <class Cfg, int kWidth>
+__device__ __forceinline__ bool reduce_split(SharedStorage<Cfg>& s, const KernelArgs& args, int32_t split_item,
+                                             int warpgroup, float (&acc)[kWidth / 2]) {
+    constexpr int kPairs = kWidth / 4;  // float2 per thread
+    const int thread = threadIdx.x % 128;
+    const int32_t tile_index = split_item / args.k_splits;
+    // Partials: [tile][split][warpgroup] blocks of 64 x kTileN fp32, pair j of thread t at j * 128 + t.
+    constexpr int64_t kBlockPairs = Cfg::kRowsPerWarpgroup * Cfg::kTileN / 2;
+    float2* mine = reinterpret_cast<float2*>(args.split_partials) +
+                   (int64_t{split_item} * Cfg::kMathWarpgroups + warpgroup) * kBlockPairs + thread;
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) __stcg(mine + j * 128, make_float2(acc[2 * j], acc[2 * j + 1]));
+    __threadfence();
+    const uint32_t barrier = static_cast<uint32_t>(NamedBarrier::kSplitArrival) + warpgroup;
+    ptx::named_barrier_sync(barrier, 128);
+    if (thread == 0) {
+        uint32_t* counter = args.split_counters + int64_t{tile_index} * kSplitCountersPerTile + warpgroup;
+        const uint32_t arrived = atomicAdd(counter, 1u);
+        s.split_last[warpgroup] = arrived + 1 == static_cast<uint32_t>(args.k_splits) ? 1u : 0u;
+    }
+    ptx::named_barrier_sync(barrier, 128);
+    if (s.split_last[warpgroup] == 0) return false;
+    __threadfence();
+    const float2* first = reinterpret_cast<const float2*>(args.split_partials) +
+                          (int64_t{tile_index} * args.k_splits * Cfg::kMathWarpgroups + warpgroup) * kBlockPairs + thread;
+    // Split 0's partial, then each later split's added in turn: one order for every element.
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) {
+        const float2 partial = __ldcg(first + j * 128);
+        acc[2 * j] = partial.x;
+        acc[2 * j + 1] = partial.y;
+    }
+    for (int split = 1; split < args.k_splits; ++split) {
+        const float2* next = first + int64_t{split} * Cfg::kMathWarpgroups * kBlockPairs;
+#pragma unroll
+        for (int j = 0; j < kPairs; ++j) {
+            const float2 partial = __ldcg(next + j * 128);
+            acc[2 * j] += partial.x;
+            acc[2 * j + 1] += partial.y;
+        }
+    }
+    return true;
+}
+
 // The main loop and epilogue of a tile or piece kWidth columns wide, on the first kWidth / 2
 // accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix).
 template <class Cfg, int kWidth, class Out>
@@ -438,6 +495,20 @@ __device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const Out& outpu
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
     main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
     output.template store<kWidth>(part);
+}
+
+// One split of a whole tile's K range (split-K plans cut no pieces): its k-blocks' main loop,
+// the partial's store and count, and, in the split that arrives last, the epilogue of the sum.
+// The epilogue state is made only then, so it holds no registers across the reduction.
+template <class Cfg>
+__device__ __forceinline__ void run_split(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
+                                          const TileCoord& tile, int32_t k_blocks, int warpgroup, int lane,
+                                          float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase) {
+    const KBlockRange blocks = split_k_range(k_blocks, args.k_splits, tile.k_split);
+    main_loop<Cfg, Cfg::kTileN>(s, blocks.end - blocks.begin, warpgroup, lane, acc, stage, phase);
+    const int32_t split_item = tile.tile_index * args.k_splits + tile.k_split;
+    if (!reduce_split<Cfg, Cfg::kTileN>(s, args, split_item, warpgroup, acc)) return;
+    make_output<Cfg>(s, args, d_map, tile, warpgroup, lane).template store<Cfg::kTileN>(acc);
 }
 
 template <class Cfg>
@@ -457,6 +528,10 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
+        if (args.k_splits > 1) {
+            run_split<Cfg>(s, args, d_map, tile, k_blocks, warpgroup, lane, acc, stage, phase);
+            continue;
+        }
         const auto output = make_output<Cfg>(s, args, d_map, tile, warpgroup, lane);
 
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).

@@ -154,6 +154,7 @@ ggemm_plan_desc make_desc(const CaseConfig& config, int64_t m, int32_t weight_mo
     desc.scheduler = scheduler;
     desc.tile_n = config.tile_n;
     desc.cluster_m = config.cluster_m;
+    desc.split_k = config.split_k;
     desc.weight_layout = config.weight_layout;
     return desc;
 }

@@ -47,6 +47,7 @@ struct CaseConfig {
     bool one_shot = false;          // run through ggemm_grouped_gemm instead of a plan
     int32_t tile_n = 0;             // plan overrides (0: the planner's choice)
     int32_t cluster_m = 0;
+    int32_t split_k = 0;            // 0: the planner's choice, 1: never split K
     int32_t weight_layout = GGEMM_WEIGHT_LAYOUT_K_MAJOR;  // how HostCase::b holds each B_g
     uint64_t seed = 1;
 };
@@ -251,7 +252,7 @@ public:
         return bytes;
     }
     std::string description() const {
-        char buffer[4096] = {};
+        char buffer[16384] = {};
         if (ggemm_plan_describe(plan_, buffer, sizeof buffer, nullptr) != GGEMM_SUCCESS) return "(no description)";
         return buffer;
     }
