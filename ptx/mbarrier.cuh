@@ -40,6 +40,23 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_
 #endif
 }
 
+// mbarrier.arrive.shared::cluster.b64 _, [addr];                              PTX 8.0, sm_90
+// Arrives on the barrier at the same offset in CTA `cta_rank` of the cluster (via mapa), with the
+// default release at CTA scope: for "done reading" signals, where the arriving thread's reads
+// are complete and nothing it wrote needs publishing to the other CTA.
+__device__ __forceinline__ void mbarrier_arrive_peer(uint64_t* bar, uint32_t cta_rank) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "{\n\t.reg .b32 remote;\n\t"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(smem_addr(bar)),
+        "r"(cta_rank)
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
 // mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];              PTX 8.0, sm_90
 // Arrives on the barrier at the same offset in CTA `cta_rank` of the cluster (via mapa).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {

@@ -183,17 +183,6 @@ __device__ __forceinline__ uint32_t static_item_stride() {
     }
 }
 
-// Waits until the stage may be refilled: every math warp that reads it is done (in a cluster,
-// those of both CTAs, whose arrivals are released at cluster scope).
-template <class Cfg>
-__device__ __forceinline__ void wait_stage_empty(uint64_t* empty, uint32_t parity) {
-    if constexpr (Cfg::kClusterM == 1) {
-        ptx::mbarrier_wait(empty, parity);
-    } else {
-        ptx::mbarrier_wait_cluster(empty, parity);
-    }
-}
-
 // One k-block of B into a stage, on the stage's full barrier. A piece loads the tile-wide B from
 // its own first column and uses its first n_width columns (whole tiles: one K-major box, or
 // tile_n / 64 N-major boxes). In a cluster, this CTA loads its part (rank) and multicasts it to
@@ -284,7 +273,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             mapped_expert = tile.expert;
         }
         for (int32_t kb = blocks.begin; kb < blocks.end; ++kb) {
-            wait_stage_empty<Cfg>(&s.empty[stage], phase ^ 1);
+            ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
             auto& st = s.stages[stage];
             // The whole B tile lands here, in a cluster half of it from the other CTA's load
             // (whose bytes may complete on this barrier before this arrival: the count goes
@@ -303,12 +292,14 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
 
 // A math warp is done reading a stage: one lane arrives on the stage's empty barrier in every CTA
 // that writes into it (its own, and in a cluster the other CTA, which multicasts part of B here).
+// Its wgmma reads of the stage are complete (wgmma_wait) and it wrote nothing the producers need,
+// so the arrival needs no release at cluster scope, nor the producer's wait an acquire there.
 template <class Cfg>
 __device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
     if constexpr (Cfg::kClusterM == 1) {
         if (lane == 0) ptx::mbarrier_arrive(empty);
     } else {
-        if (lane < Cfg::kClusterM) ptx::mbarrier_arrive_cluster(empty, static_cast<uint32_t>(lane));
+        if (lane < Cfg::kClusterM) ptx::mbarrier_arrive_peer(empty, static_cast<uint32_t>(lane));
     }
 }
 

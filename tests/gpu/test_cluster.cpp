@@ -73,6 +73,7 @@ void compare_twins(CaseConfig config, std::initializer_list<Twin> twins) {
     config.d_dtype = GGEMM_DTYPE_BF16;
     config.generate_c = false;
     config.scheduler = GGEMM_SCHEDULER_STATIC;
+    config.split_k = 1;  // K in one piece for both twins (clusters never split it): the same sums
     HostCase host_case = make_case(config);
     const Problem problem = host_case.problem();
     const Result reference = reference_for(host_case, problem);
@@ -196,7 +197,9 @@ TEST_CASE("cluster of two: desc->cluster_m = 2 alone takes it; the dynamic sched
     config.generate_c = false;
     config.cluster_m = 2;
     const HostCase host_case = make_case(config);
-    CHECK(planned_kernel(host_case, GGEMM_WEIGHTS_DENSE) == kHalves.cluster);
+    const std::string planned = planned_kernel(host_case, GGEMM_WEIGHTS_DENSE);
+    const bool cluster_kernel = planned.size() > 3 && planned.compare(planned.size() - 3, 3, "_c2") == 0;
+    CHECK_MESSAGE(cluster_kernel, planned);
     ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_DYNAMIC);
     ggemm_plan_t plan = nullptr;
     CHECK(ggemm_plan_create(&plan, &desc) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
