@@ -239,11 +239,12 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
                     "desc->split_k must be 0 (choose), 1 (never split K) or up to %d splits, got %d", kMaxSplitK,
                     desc.split_k);
     }
-    if (desc.split_k > (desc.k + kSplitBlockK - 1) / kSplitBlockK) {
+    // K is checked later; here it may be anything, so its blocks are counted without overflow.
+    const int64_t k_blocks = desc.k / kSplitBlockK + (desc.k % kSplitBlockK > 0 ? 1 : 0);
+    if (desc.split_k > k_blocks) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
                     "desc->split_k = %d splits K = %lld, which has only %lld blocks of %d: at most one split per block",
-                    desc.split_k, static_cast<long long>(desc.k),
-                    static_cast<long long>((desc.k + kSplitBlockK - 1) / kSplitBlockK), kSplitBlockK);
+                    desc.split_k, static_cast<long long>(desc.k), static_cast<long long>(k_blocks), kSplitBlockK);
     }
     if (desc.weight_layout != GGEMM_WEIGHT_LAYOUT_K_MAJOR && desc.weight_layout != GGEMM_WEIGHT_LAYOUT_N_MAJOR) {
         return fail(GGEMM_ERROR_INVALID_VALUE,
