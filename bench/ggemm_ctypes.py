@@ -15,6 +15,7 @@ DTYPE_NONE, DTYPE_BF16, DTYPE_FP16, DTYPE_FP32 = 0, 1, 2, 3
 WEIGHTS_DENSE, WEIGHTS_DISCRETE = 0, 1
 SCHEDULER_STATIC, SCHEDULER_DYNAMIC = 0, 1
 SCHEDULERS = {"static": SCHEDULER_STATIC, "dynamic": SCHEDULER_DYNAMIC}
+ACTIVATION_NONE, ACTIVATION_SWIGLU, ACTIVATION_CLAMPED_GEGLU = 0, 1, 2
 
 PLAN_DESC_MIN_SIZE = 60
 ARGS_MIN_SIZE = 104
@@ -42,6 +43,10 @@ class PlanDesc(C.Structure):
         ("reserved0", C.c_int32),
         ("weight_layout", C.c_int32),
         ("reserved1", C.c_int32),
+        ("activation", C.c_int32),
+        ("glu_scale", C.c_float),
+        ("glu_limit", C.c_float),
+        ("glu_offset", C.c_float),
     ]
 
 
@@ -67,7 +72,7 @@ class Args(C.Structure):
 
 # The mirror must match the C layout (x86-64 and aarch64 Linux ABIs alike).
 assert PlanDesc.scheduler.offset + 4 == PLAN_DESC_MIN_SIZE
-assert C.sizeof(PlanDesc) == 88
+assert C.sizeof(PlanDesc) == 104
 assert Args.device_status.offset == ARGS_MIN_SIZE
 assert C.sizeof(Args) == 112
 

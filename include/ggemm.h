@@ -140,7 +140,38 @@ typedef struct ggemm_plan_desc {
     int32_t reserved0;       /* must be 0 */
     int32_t weight_layout;   /* GGEMM_WEIGHT_LAYOUT_* (default K_MAJOR) */
     int32_t reserved1;       /* must be 0 */
+    /* Fused gated activation (GLU) of the output: see "Fused GLU forward" below. */
+    int32_t activation;      /* GGEMM_ACTIVATION_* (default NONE) */
+    float glu_scale;         /* clamped GeGLU's s (default 1.702) */
+    float glu_limit;         /* clamped GeGLU's limit (default 7), > 0 */
+    float glu_offset;        /* clamped GeGLU's offset (default 1) */
 } ggemm_plan_desc;
+
+/* ---------------------------------------------------------------------------------------------
+ * Fused GLU forward (desc->activation other than NONE; SM90 only). N is the pre-activation width
+ * and must be a multiple of 64. Its columns come in 64-column blocks, each a 32-column gate block
+ * followed by a 32-column up block: for j = 0 .. N/64 - 1, with
+ *
+ *   pre    = acc * alpha[g]  (+ bias[g][n])                fp32; the bias is not scaled by prob
+ *   gate_j = pre[:, 64j .. 64j+31],  up_j = pre[:, 64j+32 .. 64j+63]
+ *   D[:, 32j .. 32j+31] = cvt(prob[r] * act(gate_j, up_j))  D is M x N/2, d_dtype
+ *   C = cvt(pre)                                            M x N, c_dtype, when generate_c
+ *
+ *   GGEMM_ACTIVATION_SWIGLU:        act = silu(gate) * up = gate * sigmoid(gate) * up
+ *   GGEMM_ACTIVATION_CLAMPED_GEGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+ *                                   act = (u + offset) * g * sigmoid(s * g)
+ *
+ * (s, limit, offset) = (glu_scale, glu_limit, glu_offset); ggemm_plan_desc_init writes the
+ * defaults (1.702, 7, 1), and an older, smaller struct without these fields gets them too.
+ * Weights stored as [gate | up] halves (rows 0 .. N/2-1 the gate, N/2 .. N-1 the up projection)
+ * take the interleaved order by one row permutation: ggemm_glu_interleave_rows.
+ * ------------------------------------------------------------------------------------------- */
+#define GGEMM_ACTIVATION_NONE          0 /* D = the GEMM's output, M x N (the default) */
+#define GGEMM_ACTIVATION_SWIGLU        1
+#define GGEMM_ACTIVATION_CLAMPED_GEGLU 2
+
+/* The pre-activation columns form blocks of this many: a gate block, then an up block. */
+#define GGEMM_GLU_BLOCK_COLUMNS 32
 
 /* Bytes of the smallest ggemm_plan_desc accepted (up to and including `scheduler`). */
 #define GGEMM_PLAN_DESC_MIN_SIZE 60u
@@ -148,6 +179,13 @@ typedef struct ggemm_plan_desc {
 /* Zeroes the first struct_size bytes of *desc, then writes struct_size and the defaults of
  * the fields that fit. Pass sizeof(ggemm_plan_desc). */
 GGEMM_API ggemm_status_t ggemm_plan_desc_init(ggemm_plan_desc* desc, uint32_t struct_size);
+
+/* The row permutation that takes weights stored as [gate | up] halves to the interleaved GLU
+ * order: row i of the interleaved B_g is row source_rows[i] of the halves B_g (K-major: rows of
+ * N x K; N-major: columns of K x N), for i in [0, n). n: the pre-activation width, a positive
+ * multiple of 64. Pure host code: needs no GPU. The same permutation reorders a [gate | up]
+ * bias. */
+GGEMM_API ggemm_status_t ggemm_glu_interleave_rows(int64_t n, int64_t* source_rows);
 
 /* ---------------------------------------------------------------------------------------------
  * Per-call arguments. Size-first like the descriptor. All pointers are device pointers of the
@@ -165,7 +203,7 @@ typedef struct ggemm_args {
     const float* prob;             /* M fp32 */
     const void* bias;              /* L x N, the plan's bias dtype; NULL iff the plan has no bias */
     void* c;                       /* M x N, c_dtype; may be NULL when generate_c is 0 */
-    void* d;                       /* M x N, d_dtype */
+    void* d;                       /* M x N, d_dtype (M x N/2 with an activation) */
     void* workspace;               /* ggemm_plan_workspace_size bytes, 128-byte aligned; may be NULL if 0 */
     uint64_t workspace_size;       /* bytes available at workspace */
     uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits of this call, written in-stream */

@@ -134,6 +134,8 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     kernel.generate_c = desc.generate_c;
     kernel.scheduler = desc.scheduler;
     kernel.weight_mode = desc.weight_mode;
+    kernel.activation = desc.activation;
+    kernel.glu = {desc.glu_scale, desc.glu_limit, desc.glu_offset};
     // Tiles if every expert's offsets are usable (skipped experts only shorten the last round;
     // the split stays correct, see kernels/common/tail_split.h).
     const KernelVariant& variant = plan.variant;

@@ -68,6 +68,11 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "stores D with TMA, which serves a bf16 D without C only");
         return reason;
     }
+    if (variant.d_box_rows > 0 && desc.activation != GGEMM_ACTIVATION_NONE) {
+        std::snprintf(reason, size, "stores D with TMA, which serves no activation (desc->activation = %s)",
+                      activation_name(desc.activation));
+        return reason;
+    }
     if (desc.num_experts > variant.max_experts) {
         std::snprintf(reason, size, "holds the offsets of at most %d experts, L = %d", variant.max_experts,
                       desc.num_experts);
@@ -116,6 +121,20 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
                                                               : "each B_g is N x K, K contiguous",
             dtype_name(desc.c_dtype), desc.generate_c ? " (written)" : " (not written)",
             dtype_name(desc.d_dtype), dtype_name(desc.bias_dtype));
+    if (desc.activation == GGEMM_ACTIVATION_NONE) {
+        appendf(&text, "activation: none (D is M x N)\n");
+    } else {
+        appendf(&text,
+                "activation: %s fused in the epilogue: D = prob * act(gate, up) is M x %lld from blocks of 32 gate "
+                "and 32 up columns; C%s is the M x N pre-activation\n",
+                activation_name(desc.activation), static_cast<long long>(desc.n / 2),
+                desc.generate_c ? "" : " (not written)");
+        if (desc.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU) {
+            appendf(&text, "activation constants: s = %.9g, limit = %.9g, offset = %.9g\n",
+                    static_cast<double>(desc.glu_scale), static_cast<double>(desc.glu_limit),
+                    static_cast<double>(desc.glu_offset));
+        }
+    }
     appendf(&text, "kernel: %s: tile %d x %d, block_k %d, %d stages, cluster %d along M, %d threads, %d B shared memory, "
             "reads %s B\n",
             variant.name, variant.tile_m, variant.tile_n, variant.block_k, variant.stages,

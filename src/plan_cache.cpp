@@ -2,6 +2,7 @@
 #include "src/plan_cache.h"
 
 #include <atomic>
+#include <cstring>
 #include <list>
 #include <map>
 #include <mutex>
@@ -59,10 +60,17 @@ ggemm_status_t read_one_shot_desc(const ggemm_plan_desc* user, ggemm_plan_desc* 
 }  // namespace
 
 PlanCacheKey plan_cache_key(const ggemm_plan_desc& desc) noexcept {
+    const bool constants = desc.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU;
+    const auto bits = [constants](float value) {
+        uint32_t word = 0;
+        if (constants) std::memcpy(&word, &value, sizeof word);
+        return word;
+    };
     return PlanCacheKey{desc.device,     desc.n,          desc.k,           desc.num_experts,
                         desc.weight_mode, desc.c_dtype,   desc.d_dtype,     desc.bias_dtype,
                         desc.generate_c, desc.scheduler, desc.tile_m,      desc.tile_n,
-                        desc.cluster_m,  desc.sm_margin, desc.weight_layout};
+                        desc.cluster_m,  desc.sm_margin, desc.weight_layout, desc.activation,
+                        bits(desc.glu_scale), bits(desc.glu_limit), bits(desc.glu_offset)};
 }
 
 PlanFactory set_plan_factory(PlanFactory factory) noexcept { return g_factory.exchange(factory); }

@@ -37,10 +37,17 @@ struct PlanCacheKey {
     int32_t cluster_m;
     int32_t sm_margin;
     int32_t weight_layout;
+    // The activation and, for the clamped GeGLU only, its constants' bits (other activations
+    // ignore them, so they do not split the cache).
+    int32_t activation;
+    uint32_t glu_scale_bits;
+    uint32_t glu_limit_bits;
+    uint32_t glu_offset_bits;
 
     auto fields() const {
         return std::tie(device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype,
-                        generate_c, scheduler, tile_m, tile_n, cluster_m, sm_margin, weight_layout);
+                        generate_c, scheduler, tile_m, tile_n, cluster_m, sm_margin, weight_layout,
+                        activation, glu_scale_bits, glu_limit_bits, glu_offset_bits);
     }
     bool operator<(const PlanCacheKey& other) const { return fields() < other.fields(); }
     bool operator==(const PlanCacheKey& other) const { return fields() == other.fields(); }

@@ -1,6 +1,7 @@
 // Descriptor and argument refusals. Each names the argument, the value and the rule.
 #include "src/validate.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -15,6 +16,15 @@ const char* dtype_name(int32_t dtype) noexcept {
         case GGEMM_DTYPE_BF16: return "BF16";
         case GGEMM_DTYPE_FP16: return "FP16";
         case GGEMM_DTYPE_FP32: return "FP32";
+        default: return "unknown";
+    }
+}
+
+const char* activation_name(int32_t activation) noexcept {
+    switch (activation) {
+        case GGEMM_ACTIVATION_NONE: return "none";
+        case GGEMM_ACTIVATION_SWIGLU: return "SwiGLU";
+        case GGEMM_ACTIVATION_CLAMPED_GEGLU: return "clamped GeGLU";
         default: return "unknown";
     }
 }
@@ -223,6 +233,47 @@ ggemm_status_t check_residency(const PointerRule* rules, int count, const void* 
     return needed > 0 ? resident("workspace", workspace) : GGEMM_SUCCESS;
 }
 
+namespace {
+
+// The fused activation's rules: a known activation, whole 64-column gate/up blocks, and for
+// the clamped GeGLU finite constants with a positive limit. The constants of other activations
+// are ignored (a struct zeroed without ggemm_plan_desc_init stays valid without an activation).
+ggemm_status_t check_activation(const ggemm_plan_desc& desc) {
+    if (desc.activation != GGEMM_ACTIVATION_NONE && desc.activation != GGEMM_ACTIVATION_SWIGLU &&
+        desc.activation != GGEMM_ACTIVATION_CLAMPED_GEGLU) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->activation must be GGEMM_ACTIVATION_NONE (0), GGEMM_ACTIVATION_SWIGLU (1) or "
+                    "GGEMM_ACTIVATION_CLAMPED_GEGLU (2), got %d",
+                    desc.activation);
+    }
+    if (desc.activation == GGEMM_ACTIVATION_NONE) return GGEMM_SUCCESS;
+    if (desc.n % (2 * GGEMM_GLU_BLOCK_COLUMNS) != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE,
+                    "desc->n = %lld must be a multiple of 64 with desc->activation = %s: the pre-activation "
+                    "columns come in blocks of %d gate and %d up columns",
+                    (ll)desc.n, activation_name(desc.activation), GGEMM_GLU_BLOCK_COLUMNS, GGEMM_GLU_BLOCK_COLUMNS);
+    }
+    if (desc.activation != GGEMM_ACTIVATION_CLAMPED_GEGLU) return GGEMM_SUCCESS;
+    const struct {
+        const char* name;
+        float value;
+    } constants[] = {{"glu_scale", desc.glu_scale}, {"glu_limit", desc.glu_limit}, {"glu_offset", desc.glu_offset}};
+    for (const auto& constant : constants) {
+        if (!std::isfinite(constant.value)) {
+            return fail(GGEMM_ERROR_INVALID_VALUE, "desc->%s must be finite, got %g", constant.name,
+                        static_cast<double>(constant.value));
+        }
+    }
+    if (!(desc.glu_limit > 0.0f)) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->glu_limit must be > 0, got %g (ggemm_plan_desc_init writes the default 7)",
+                    static_cast<double>(desc.glu_limit));
+    }
+    return GGEMM_SUCCESS;
+}
+
+}  // namespace
+
 ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
     if (desc.reserved0 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved0 must be 0, got %d", desc.reserved0);
@@ -280,7 +331,7 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
     if (desc.sm_margin < 0) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG, "desc->sm_margin must be >= 0, got %d", desc.sm_margin);
     }
-    return GGEMM_SUCCESS;
+    return check_activation(desc);
 }
 
 ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const DeviceInfo& device,
@@ -304,6 +355,12 @@ ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const Devic
                     "(GGEMM_WEIGHT_LAYOUT_K_MAJOR, each B_g N x K)",
                     weight_layout_name(desc.weight_layout), desc.weight_layout, arch, desc.device, device.name,
                     arch, weight_layout_name(desc.weight_layout));
+    }
+    if (desc.activation != GGEMM_ACTIVATION_NONE && arch != 90) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->activation = %s (%d) is not supported on SM%d (device %d, %s): the fused GLU runs "
+                    "on SM90 only; use GGEMM_ACTIVATION_NONE and apply the activation separately",
+                    activation_name(desc.activation), desc.activation, arch, desc.device, device.name);
     }
     status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
     if (status != GGEMM_SUCCESS) return status;

@@ -7,6 +7,7 @@
 #include <cuda.h>  // CUtensorMap (a type only: the library does not link libcuda)
 
 #include "kernels/common/contract.h"
+#include "kernels/common/glu.h"
 #include "kernels/common/tail_split.h"
 
 namespace ggemm {
@@ -40,6 +41,9 @@ struct KernelArgs {
     int32_t scheduler;
     int32_t weight_mode;
     TailSplit tail;                 // work items past tail.first_piece are pieces of tiles
+    // Fused GLU (kernels/common/glu.h): D is M x N/2, C the M x N pre-activation.
+    int32_t activation;             // kActivation*
+    GluConstants glu;
 };
 
 }  // namespace ggemm

@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "kernels/common/epilogue.cuh"
+#include "kernels/common/glu.h"
 #include "kernels/sm90/epilogue_layout.h"
 #include "ptx/barrier.cuh"
 #include "ptx/smem.cuh"
@@ -55,17 +56,17 @@ __device__ __forceinline__ void stage_pair(uint32_t addr, float2 v) {
 }
 
 // Copies warp w's 16 rows of a staged slice (its first column col0) to rows row_begin + 16 w..
-// of `out`: lane l moves chunk l % 8 of rows l / 8 + 4 i; chunks at or past N (the tile's tail)
-// stay.
+// of `out`, n columns wide: lane l moves chunk l % 8 of rows l / 8 + 4 i; chunks at or past
+// col_end (N, the tile's tail; or the end of a slice staged only in part) stay.
 template <class T>
 __device__ __forceinline__ void copy_slice(uint32_t slice_addr, void* out, int64_t row_begin, int32_t col0,
-                                           int32_t n, int warp, int lane) {
+                                           int32_t col_end, int32_t n, int warp, int lane) {
     constexpr int kChunkCols = 16 / static_cast<int>(sizeof(T));
     constexpr int kPasses = 4;  // 16 rows, four per pass
     const int chunk = lane % 8;
     const int row = 16 * warp + lane / 8;
     const int32_t col = col0 + chunk * kChunkCols;
-    if (col >= n) return;
+    if (col >= col_end) return;
     uint4 v[kPasses];
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) v[i] = ptx::ld_shared_v4_b32(slice_addr + slice_offset(row + 4 * i, chunk * 16));
@@ -106,7 +107,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
             bias[jj] = make_float2(0.f, 0.f);
-            if constexpr (kValue == EpilogueValue::kBiased) {
+            if constexpr (kValue == EpilogueValue::kBiased || kValue == EpilogueValue::kBiasedPreActivation) {
                 const uint2 raw =
                     ptx::ld_shared_v2_b32(e.bias_addr + ((slice * kGroups + jj) * 8 + 2 * (lane % 4)) * 4);
                 bias[jj] = make_float2(__uint_as_float(raw.x), __uint_as_float(raw.y));
@@ -125,7 +126,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
         ptx::warp_sync();  // the warp's rows of the slice are staged
-        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, warp, lane);
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, e.t.n, warp, lane);
         ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }
@@ -140,10 +141,110 @@ __device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void*
     }
 }
 
+// D of a fused GLU (kernels/common/glu.h), from a tile kTileN pre-activation columns wide whose
+// first column is a multiple of 64: each 64-column block [gate 32 | up 32] gives 32 columns of
+// the M x N/2 output. In the fragment, the thread holding gate column c of a block also holds
+// its up column c + 32, four 8-column groups (16 accumulators) further on, so gate and up meet
+// in registers. Output slices are staged and copied as store_output's; the last slice of a
+// tile may be staged only in part (192-wide tiles, 64-wide pieces), and copy_slice stops there.
+template <class T, int32_t kActivation, bool kBias, int kTileN>
+__device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    static_assert(kTileN % (2 * kGluBlockColumns) == 0, "whole gate and up blocks");
+    constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
+    constexpr int kGroups = kCols / 8;
+    constexpr int kOutCols = kTileN / 2;
+    constexpr int kGroupsPerHalf = kGluBlockColumns / 8;
+    const int thread = threadIdx.x % 128;
+    const int warp = thread / 32;
+    const int lane = thread % 32;
+    const int row = warp * 16 + lane / 4;
+    const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
+    const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));
+    const int32_t out_n = e.t.n / 2;
+    const int32_t out_begin = e.n_begin / 2;
+#pragma unroll
+    for (int slice = 0; slice < (kOutCols + kCols - 1) / kCols; ++slice) {
+        const int32_t col0 = out_begin + slice * kCols;
+        if (col0 >= out_n) break;  // N tail: nothing left of the tile
+        constexpr int kLastGroups = (kOutCols % kCols == 0 ? kCols : kOutCols % kCols) / 8;
+        const int groups = slice == kOutCols / kCols ? kLastGroups : kGroups;
+#pragma unroll
+        for (int jj = 0; jj < kGroups; ++jj) {
+            if (jj >= groups) break;
+            const int out_group = slice * kGroups + jj;
+            // The accumulator groups of the gate and up columns of this output group.
+            const int gate = out_group / kGroupsPerHalf * 2 * kGroupsPerHalf + out_group % kGroupsPerHalf;
+            const int up = gate + kGroupsPerHalf;
+            float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
+            if constexpr (kBias) {
+                const uint2 g = ptx::ld_shared_v2_b32(e.bias_addr + (gate * 8 + 2 * (lane % 4)) * 4);
+                const uint2 u = ptx::ld_shared_v2_b32(e.bias_addr + (up * 8 + 2 * (lane % 4)) * 4);
+                gate_bias = make_float2(__uint_as_float(g.x), __uint_as_float(g.y));
+                up_bias = make_float2(__uint_as_float(u.x), __uint_as_float(u.y));
+            }
+            constexpr EpilogueValue kPre = kBias ? EpilogueValue::kBiasedPreActivation : EpilogueValue::kScaled;
+            float2 out[2];
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {  // rows r and r + 8
+                const float2 g = contract_pair<kPre>(
+                    e.t.alpha, make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]), 0.f, gate_bias);
+                const float2 u = contract_pair<kPre>(
+                    e.t.alpha, make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]), 0.f, up_bias);
+                const float prob = half == 0 ? e.prob.x : e.prob.y;
+                out[half] = make_float2(__fmul_rn(prob, glu_activation<kActivation>(g.x, u.x, e.t.glu)),
+                                        __fmul_rn(prob, glu_activation<kActivation>(g.y, u.y, e.t.glu)));
+            }
+            const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
+            const uint32_t at = top_row + swizzled_chunk(row, byte) + (byte & 15);
+            stage_pair<T>(at, out[0]);
+            stage_pair<T>(at + 8 * kSliceRowBytes, out[1]);
+        }
+        ptx::warp_sync();  // the warp's rows of the slice are staged
+        const int32_t staged_end = col0 + groups * 8;
+        copy_slice<T>(e.slice_addr, e.t.d, e.row_begin, col0, staged_end < out_n ? staged_end : out_n, out_n, warp,
+                      lane);
+        ptx::warp_sync();  // and read: the warp may write its rows of the next slice
+    }
+}
+
+template <int32_t kActivation, bool kBias, int kTileN>
+__device__ __forceinline__ void store_glu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    switch (e.t.d_dtype) {
+        case kBF16: store_glu_output<__nv_bfloat16, kActivation, kBias, kTileN>(e, acc); break;
+        case kFP16: store_glu_output<__half, kActivation, kBias, kTileN>(e, acc); break;
+        default: store_glu_output<float, kActivation, kBias, kTileN>(e, acc); break;
+    }
+}
+
+// A fused GLU's epilogue: the pre-activation C (when generated), then D.
+template <int kTileN>
+__device__ __forceinline__ void store_glu_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    const bool swiglu = e.t.activation == kActivationSwiglu;
+    if (e.t.bias != nullptr) {
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiasedPreActivation, kTileN>(e, e.t.c, e.t.c_dtype, acc);
+        if (swiglu) {
+            store_glu_output_as<kActivationSwiglu, true, kTileN>(e, acc);
+        } else {
+            store_glu_output_as<kActivationClampedGeglu, true, kTileN>(e, acc);
+        }
+    } else {
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc);
+        if (swiglu) {
+            store_glu_output_as<kActivationSwiglu, false, kTileN>(e, acc);
+        } else {
+            store_glu_output_as<kActivationClampedGeglu, false, kTileN>(e, acc);
+        }
+    }
+}
+
 // The whole epilogue of one warpgroup's share of a tile: C (when generated), then D. Starts
 // after begin_epilogue.
 template <int kTileN>
 __device__ __forceinline__ void store_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    if (e.t.activation != kActivationNone) {
+        store_glu_tile<kTileN>(e, acc);
+        return;
+    }
     if (e.t.bias != nullptr) {
         if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc);
         store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc);

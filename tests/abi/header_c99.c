@@ -9,7 +9,7 @@
 
 ABI_ASSERT(status_is_int32, sizeof(ggemm_status_t) == 4);
 
-ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 88);
+ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 104);
 ABI_ASSERT(desc_struct_size, offsetof(ggemm_plan_desc, struct_size) == 0);
 ABI_ASSERT(desc_device, offsetof(ggemm_plan_desc, device) == 4);
 ABI_ASSERT(desc_m_capacity, offsetof(ggemm_plan_desc, m_capacity) == 8);
@@ -30,6 +30,10 @@ ABI_ASSERT(desc_sm_margin, offsetof(ggemm_plan_desc, sm_margin) == 72);
 ABI_ASSERT(desc_reserved0, offsetof(ggemm_plan_desc, reserved0) == 76);
 ABI_ASSERT(desc_weight_layout, offsetof(ggemm_plan_desc, weight_layout) == 80);
 ABI_ASSERT(desc_reserved1, offsetof(ggemm_plan_desc, reserved1) == 84);
+ABI_ASSERT(desc_activation, offsetof(ggemm_plan_desc, activation) == 88);
+ABI_ASSERT(desc_glu_scale, offsetof(ggemm_plan_desc, glu_scale) == 92);
+ABI_ASSERT(desc_glu_limit, offsetof(ggemm_plan_desc, glu_limit) == 96);
+ABI_ASSERT(desc_glu_offset, offsetof(ggemm_plan_desc, glu_offset) == 100);
 
 ABI_ASSERT(args_size, sizeof(ggemm_args) == 112);
 ABI_ASSERT(args_struct_size, offsetof(ggemm_args, struct_size) == 0);

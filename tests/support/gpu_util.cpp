@@ -31,6 +31,11 @@ std::string describe(const CaseConfig& config) {
     if (config.one_shot) text << " one-shot";
     if (config.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR) text << " N-major";
     if (config.tile_n != 0) text << " tile_n=" << config.tile_n;
+    if (config.activation == GGEMM_ACTIVATION_SWIGLU) text << " SwiGLU";
+    if (config.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU) {
+        text << " clamped-GeGLU(s=" << config.glu_scale << ",limit=" << config.glu_limit << ",offset=" << config.glu_offset
+             << ")";
+    }
     return text.str();
 }
 

@@ -47,6 +47,8 @@ struct CaseConfig {
     bool one_shot = false;          // run through ggemm_grouped_gemm instead of a plan
     int32_t tile_n = 0;             // plan override (0: the planner's choice)
     int32_t weight_layout = GGEMM_WEIGHT_LAYOUT_K_MAJOR;  // how HostCase::b holds each B_g
+    int32_t activation = GGEMM_ACTIVATION_NONE;  // fused GLU: D is M x N/2
+    float glu_scale = 1.702f, glu_limit = 7.0f, glu_offset = 1.0f;  // clamped GeGLU's constants
     uint64_t seed = 1;
 };
 

@@ -1,0 +1,86 @@
+// The fused gated activations of the forward (GGEMM_ACTIVATION_*), as include/ggemm.h states them:
+//   SwiGLU:        act = (gate * sigmoid(gate)) * up
+//   clamped GeGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+//                  act = ((u + offset) * g) * sigmoid(scale * g)
+//   sigmoid(x) = 1 / (1 + exp(-x))
+// in fp32, in this order. The products and sums are written with explicit round-to-nearest
+// intrinsics on the device, so the compiler cannot contract them into FMAs and every kernel and
+// scheduler computes the same bits; expf and the division are the precise (non-fast-math) ones.
+// Host builds (the CPU tests) evaluate the same expressions in plain fp32.
+//
+// Pure and __host__ __device__: the CPU tests check the code the kernels run.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/common/contract.h"
+#include "kernels/common/hd.h"
+
+namespace ggemm {
+
+// The clamped GeGLU's constants (unused by SwiGLU).
+struct GluConstants {
+    float scale;   // s: sigmoid(s * g)
+    float limit;   // gate clamped above, up clamped to [-limit, limit]
+    float offset;  // added to the clamped up value
+};
+
+// The defaults: gpt-oss's activation.
+constexpr GluConstants kGluDefaults = {1.702f, 7.0f, 1.0f};
+
+GGEMM_HD float glu_mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+GGEMM_HD float glu_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+GGEMM_HD float glu_sigmoid(float x) { return 1.0f / glu_add(1.0f, expf(-x)); }
+
+GGEMM_HD float swiglu(float gate, float up) { return glu_mul(glu_mul(gate, glu_sigmoid(gate)), up); }
+
+GGEMM_HD float clamped_geglu(float gate, float up, GluConstants k) {
+    const float g = fminf(gate, k.limit);
+    const float u = fminf(fmaxf(up, -k.limit), k.limit);
+    return glu_mul(glu_mul(glu_add(u, k.offset), g), glu_sigmoid(glu_mul(k.scale, g)));
+}
+
+// act(gate, up) for an activation other than kActivationNone.
+template <int32_t kActivation>
+GGEMM_HD float glu_activation(float gate, float up, GluConstants k) {
+    static_assert(kActivation == kActivationSwiglu || kActivation == kActivationClampedGeglu, "a gated activation");
+    if constexpr (kActivation == kActivationSwiglu) {
+        return swiglu(gate, up);
+    } else {
+        return clamped_geglu(gate, up, k);
+    }
+}
+
+// Where pre-activation column `column` goes: its 64-column block j = column / 64 is a gate half
+// (columns 64j .. 64j+31) and an up half (64j+32 .. 64j+63); output column 32j + column % 32.
+GGEMM_HD bool glu_is_gate(int64_t column) { return column % (2 * kGluBlockColumns) < kGluBlockColumns; }
+GGEMM_HD int64_t glu_output_column(int64_t column) {
+    return column / (2 * kGluBlockColumns) * kGluBlockColumns + column % kGluBlockColumns;
+}
+
+// The interleaved row that row `halves_row` of [gate | up] halves of n rows moves to (the
+// inverse of ggemm_glu_interleave_rows' source_rows).
+GGEMM_HD int64_t glu_interleaved_row(int64_t halves_row, int64_t n) {
+    const int64_t half = n / 2;
+    const bool up = halves_row >= half;
+    const int64_t within = up ? halves_row - half : halves_row;
+    return within / kGluBlockColumns * (2 * kGluBlockColumns) + (up ? kGluBlockColumns : 0) +
+           within % kGluBlockColumns;
+}
+
+}  // namespace ggemm

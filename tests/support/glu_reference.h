@@ -1,0 +1,44 @@
+// The host reference of the fused GLU forward (include/ggemm.h, "Fused GLU forward"): the
+// pre-activation from the grouped GEMM's reference, the activation in double.
+//
+//   pre  = acc * alpha[g] (+ bias[g][n])    the grouped GEMM's reference with prob = 1 and an fp32
+//                                            C: the same fp32 value the contract defines
+//   D[r, 32j + i] = prob[r] * act(pre[r, 64j + i], pre[r, 64j + 32 + i])    in double
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tests/support/reference.h"
+
+namespace ggemm_test {
+
+// GGEMM_ACTIVATION_* values.
+constexpr int32_t kActivationNone = 0;
+constexpr int32_t kActivationSwiglu = 1;
+constexpr int32_t kActivationClampedGeglu = 2;
+
+struct GluParams {
+    int32_t activation = kActivationSwiglu;
+    double scale = 1.702;   // clamped GeGLU only
+    double limit = 7.0;
+    double offset = 1.0;
+};
+
+// act(gate, up) in double: SwiGLU gate * sigmoid(gate) * up; clamped GeGLU
+// (clamp(up, -limit, limit) + offset) * g * sigmoid(scale * g) with g = min(gate, limit).
+double glu_activation_reference(const GluParams& params, double gate, double up);
+
+// The pre-activation column of D's column `out_col` (gate, and gate + 32 for up).
+int64_t glu_gate_column(int64_t out_col);
+
+// The reference of a fused GLU forward: C (the pre-activation, N columns, c_dtype, in .c) and D
+// (N/2 columns, d_dtype, in .d) over the requested rows (all defined rows when null).
+struct GluResult {
+    Result c;  // n = N; c holds the rounded pre-activation
+    Result d;  // n = N / 2; d holds prob * act rounded to d_dtype
+};
+GluResult compute_glu_reference(const Problem& problem, const GluParams& params,
+                                const std::vector<int64_t>* rows = nullptr);
+
+}  // namespace ggemm_test
