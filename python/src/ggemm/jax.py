@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _library as lib
+from . import _rules as rules
 
 try:
     from . import _ggemm_xla
@@ -29,10 +30,12 @@ except ImportError as error:  # built without the XLA FFI headers
         "built): install jax, then reinstall with `pip install --no-build-isolation ./python`, "
         "or set GGEMM_XLA_FFI_INCLUDE_DIR to jax.ffi.include_dir() when building") from error
 
-__all__ = ["GroupedGemmResult", "grouped_gemm", "b_ptrs", "TARGET"]
+__all__ = ["GroupedGemmResult", "grouped_gemm", "glu", "b_ptrs", "TARGET", "GLU_TARGET"]
 
 TARGET = "ggemm_grouped_gemm"
+GLU_TARGET = "ggemm_glu"
 jax.ffi.register_ffi_target(TARGET, _ggemm_xla.handler(), platform="CUDA")
+jax.ffi.register_ffi_target(GLU_TARGET, _ggemm_xla.glu_handler(), platform="CUDA")
 
 _OUTPUT_CODES = {jnp.dtype(jnp.bfloat16): lib.DTYPE_BF16, jnp.dtype(jnp.float16): lib.DTYPE_FP16,
                  jnp.dtype(jnp.float32): lib.DTYPE_FP32}
@@ -69,16 +72,19 @@ def _workspace_bytes(key):
     return lib.desc_for(key)[1]
 
 
-def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
-                 c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
-                 dynamic_sched=False, zero_tail=True, tile_m=0, tile_n=0, cluster_m=0,
-                 sm_margin=0):
-    """The grouped GEMM on JAX arrays; returns GroupedGemmResult(d, c).
+class _Operands(NamedTuple):
+    m: int
+    n: int
+    k: int
+    num_experts: int
+    weight_mode: int
+    weights: jax.Array
+    bias: jax.Array
+    bias_code: int
 
-    a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32; prob (M,)
-    f32; weights either b (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses
-    as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
-    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing."""
+
+def _operands(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias):
+    """The shape and dtype rules of a call's inputs, checked while tracing."""
     if a is None or a.ndim != 2:
         _refuse("a", "a 2-D (M, K) array", "None" if a is None else f"shape {tuple(a.shape)}")
     m, k = a.shape
@@ -128,6 +134,30 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
         _expect("bias", bias, (num_experts, n), bias.dtype, "(L, N)")
     else:
         bias = jnp.zeros((0,), jnp.bfloat16)
+    return _Operands(m, n, k, num_experts, weight_mode, weights, bias, bias_code)
+
+
+def _zero_tail(padded_offsets, m, d, c, generate_c):
+    """Rows at or past padded_offsets[-1] set to zero."""
+    computed = (jnp.arange(m, dtype=jnp.int32) < padded_offsets[-1])[:, None]
+    d = jnp.where(computed, d, jnp.zeros((), d.dtype))
+    if generate_c:
+        c = jnp.where(computed, c, jnp.zeros((), c.dtype))
+    return d, c
+
+
+def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+                 c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
+                 dynamic_sched=False, zero_tail=True, tile_m=0, tile_n=0, cluster_m=0,
+                 sm_margin=0):
+    """The grouped GEMM on JAX arrays; returns GroupedGemmResult(d, c).
+
+    a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32; prob (M,)
+    f32; weights either b (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses
+    as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
+    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing."""
+    m, n, k, num_experts, weight_mode, weights, bias, bias_code = _operands(
+        a, padded_offsets, alpha, prob, b, b_ptrs, n, bias)
     c_code = _output_code("c_dtype", c_dtype)
     d_code = _output_code("d_dtype", d_dtype)
 
@@ -146,10 +176,45 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
                    tile_m=np.int32(tile_m), tile_n=np.int32(tile_n),
                    cluster_m=np.int32(cluster_m), sm_margin=np.int32(sm_margin))
     if zero_tail:
-        computed = (jnp.arange(m, dtype=jnp.int32) < padded_offsets[-1])[:, None]
-        d = jnp.where(computed, d, jnp.zeros((), d.dtype))
-        if generate_c:
-            c = jnp.where(computed, c, jnp.zeros((), c.dtype))
+        d, c = _zero_tail(padded_offsets, m, d, c, generate_c)
+    return GroupedGemmResult(d, c if generate_c else None)
+
+
+def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+        activation="swiglu", glu_scale=1.702, glu_limit=7.0, glu_offset=1.0,
+        c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False, dynamic_sched=False,
+        zero_tail=True, tile_n=0, sm_margin=0):
+    """The grouped GEMM with a fused gated activation; returns GroupedGemmResult(d, c).
+
+    Operands as grouped_gemm's; N is the pre-activation width, a multiple of 64, in interleaved
+    blocks of 32 gate and 32 up columns. d (M, N/2) = prob * act(gate, up) of the fp32
+    pre-activation alpha * (a @ B_g^T) (+ bias, not scaled by prob); c (M, N) the pre-activation
+    with generate_c. activation "swiglu" (silu(gate) * up) or "geglu_clamped" with glu_scale,
+    glu_limit, glu_offset (docs/python.md). Lowers to the XLA FFI custom call "ggemm_glu"."""
+    code, scale, limit, offset = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
+    m, n, k, num_experts, weight_mode, weights, bias, bias_code = _operands(
+        a, padded_offsets, alpha, prob, b, b_ptrs, n, bias)
+    rules.check_glu_width(n)
+    c_code = _output_code("c_dtype", c_dtype)
+    d_code = _output_code("d_dtype", d_dtype)
+    scheduler = lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
+    key = (0, n, k, num_experts, weight_mode, c_code, d_code, bias_code, bool(generate_c),
+           scheduler, 0, int(tile_n), 0, int(sm_margin), lib.WEIGHT_LAYOUT_K_MAJOR, code, scale,
+           limit, offset)
+    workspace = _workspace_bytes(key)
+    c_shape = (m, n) if generate_c else (0,)
+    call = jax.ffi.ffi_call(GLU_TARGET, (jax.ShapeDtypeStruct((m, n // 2), d_dtype),
+                                         jax.ShapeDtypeStruct(c_shape, c_dtype),
+                                         jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
+    d, c, _ = call(a, weights, padded_offsets, alpha, prob, bias,
+                   weight_mode=np.int32(weight_mode), c_dtype=np.int32(c_code),
+                   d_dtype=np.int32(d_code), bias_dtype=np.int32(bias_code),
+                   generate_c=np.int32(bool(generate_c)), scheduler=np.int32(scheduler),
+                   tile_n=np.int32(tile_n), sm_margin=np.int32(sm_margin), n=np.int32(n),
+                   activation=np.int32(code), glu_scale=np.float32(scale),
+                   glu_limit=np.float32(limit), glu_offset=np.float32(offset))
+    if zero_tail:
+        d, c = _zero_tail(padded_offsets, m, d, c, generate_c)
     return GroupedGemmResult(d, c if generate_c else None)
 
 
