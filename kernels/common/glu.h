@@ -66,6 +66,50 @@ GGEMM_HD float glu_activation(float gate, float up, GluConstants k) {
     }
 }
 
+// act and its derivatives with respect to gate and up, at one (gate, up): what the backward of
+// the fused forward (dGLU) needs. act is the forward's value bit for bit (the same operations in
+// the same order). The derivatives are those of the forward as written: SwiGLU
+//   d_gate = up * (s + silu * (1 - s)),  d_up = silu,   s = sigmoid(gate), silu = gate * s
+// and the clamped GeGLU, with the clamps' derivative 1 where the input passes unclamped (at the
+// limit included, as torch.clamp's), else 0:
+//   d_gate = [gate <= limit] * (u + offset) * (sg + scale * (g * sg) * (1 - sg)),  sg = sigmoid(scale * g)
+//   d_up   = [-limit <= up <= limit] * g * sg
+struct GluGrad {
+    float act;
+    float d_gate;
+    float d_up;
+};
+
+GGEMM_HD GluGrad swiglu_grad(float gate, float up) {
+    const float s = glu_sigmoid(gate);
+    const float silu = glu_mul(gate, s);
+    const float d_silu = glu_add(s, glu_mul(silu, glu_add(1.0f, -s)));
+    return {glu_mul(silu, up), glu_mul(up, d_silu), silu};
+}
+
+GGEMM_HD GluGrad clamped_geglu_grad(float gate, float up, GluConstants k) {
+    const float g = fminf(gate, k.limit);
+    const float u = fminf(fmaxf(up, -k.limit), k.limit);
+    const float sg = glu_sigmoid(glu_mul(k.scale, g));
+    const float u_offset = glu_add(u, k.offset);
+    const float g_sg = glu_mul(g, sg);
+    const float d_g = glu_add(sg, glu_mul(glu_mul(k.scale, g_sg), glu_add(1.0f, -sg)));
+    const bool gate_passes = gate <= k.limit;
+    const bool up_passes = up >= -k.limit && up <= k.limit;
+    return {glu_mul(glu_mul(u_offset, g), sg), gate_passes ? glu_mul(u_offset, d_g) : 0.0f,
+            up_passes ? g_sg : 0.0f};
+}
+
+template <int32_t kActivation>
+GGEMM_HD GluGrad glu_grad(float gate, float up, GluConstants k) {
+    static_assert(kActivation == kActivationSwiglu || kActivation == kActivationClampedGeglu, "a gated activation");
+    if constexpr (kActivation == kActivationSwiglu) {
+        return swiglu_grad(gate, up);
+    } else {
+        return clamped_geglu_grad(gate, up, k);
+    }
+}
+
 // Where pre-activation column `column` goes: its 64-column block j = column / 64 is a gate half
 // (columns 64j .. 64j+31) and an up half (64j+32 .. 64j+63); output column 32j + column % 32.
 GGEMM_HD bool glu_is_gate(int64_t column) { return column % (2 * kGluBlockColumns) < kGluBlockColumns; }

@@ -267,3 +267,77 @@ TEST_CASE("glu: the reference's D pairs gate column 64j + i with up column 64j +
         CHECK(ggemm::glu_output_column(ggemm_test::glu_gate_column(col) + 32) == col);
     }
 }
+
+TEST_CASE("glu: the fp64 derivatives are those of the fp64 forward (central differences)") {
+    ggemm_test::Rng rng(2101);
+    const ggemm_test::GluParams params[] = {
+        {ggemm_test::kActivationSwiglu, 1.702, 7.0, 1.0},
+        {ggemm_test::kActivationClampedGeglu, 1.702, 7.0, 1.0},
+        {ggemm_test::kActivationClampedGeglu, 0.7, 2.5, -0.5},
+    };
+    for (const ggemm_test::GluParams& p : params) {
+        int checked = 0, clamped_gate = 0, clamped_up = 0;
+        for (int i = 0; i < 4000; ++i) {
+            const double gate = rng.uniform(-10.0f, 10.0f);
+            const double up = rng.uniform(-10.0f, 10.0f);
+            // Central differences need both sides on one branch of each clamp.
+            constexpr double h = 1e-5;
+            if (std::fabs(gate - p.limit) < 2 * h || std::fabs(std::fabs(up) - p.limit) < 2 * h) continue;
+            const ggemm_test::GluDerivatives d = ggemm_test::glu_derivatives_reference(p, gate, up);
+            const double act = ggemm_test::glu_activation_reference(p, gate, up);
+            const double fd_gate = (ggemm_test::glu_activation_reference(p, gate + h, up) -
+                                    ggemm_test::glu_activation_reference(p, gate - h, up)) / (2 * h);
+            const double fd_up = (ggemm_test::glu_activation_reference(p, gate, up + h) -
+                                  ggemm_test::glu_activation_reference(p, gate, up - h)) / (2 * h);
+            CHECK(d.act == act);
+            CHECK(d.d_gate == doctest::Approx(fd_gate).epsilon(1e-6).scale(1.0));
+            CHECK(d.d_up == doctest::Approx(fd_up).epsilon(1e-6).scale(1.0));
+            if (p.activation == ggemm_test::kActivationClampedGeglu) {
+                clamped_gate += gate > p.limit;
+                clamped_up += std::fabs(up) > p.limit;
+                if (gate > p.limit) CHECK(d.d_gate == 0.0);  // a 0/1 mask, not the gate's value
+                if (std::fabs(up) > p.limit) CHECK(d.d_up == 0.0);
+            }
+            ++checked;
+        }
+        CHECK(checked > 3000);
+        if (p.activation == ggemm_test::kActivationClampedGeglu) {
+            CHECK(clamped_gate > 100);
+            CHECK(clamped_up > 100);
+        }
+    }
+}
+
+TEST_CASE("glu: the kernels' fp32 derivatives agree with the fp64 reference, act bit for bit with the forward") {
+    const ggemm::GluConstants constants[] = {ggemm::kGluDefaults, {0.7f, 2.5f, -0.5f}};
+    for (const ggemm::GluConstants& k : constants) {
+        ggemm_test::GluParams swiglu, geglu;
+        swiglu.activation = ggemm_test::kActivationSwiglu;
+        geglu.activation = ggemm_test::kActivationClampedGeglu;
+        geglu.scale = k.scale;
+        geglu.limit = k.limit;
+        geglu.offset = k.offset;
+        double worst = 0.0;
+        for (int i = -400; i <= 400; ++i) {
+            for (int j = -40; j <= 40; ++j) {
+                const float gate = static_cast<float>(i) * 0.0375f;
+                const float up = static_cast<float>(j) * 0.37f;
+                const ggemm::GluGrad s = ggemm::glu_grad<ggemm::kActivationSwiglu>(gate, up, k);
+                const ggemm::GluGrad g = ggemm::glu_grad<ggemm::kActivationClampedGeglu>(gate, up, k);
+                CHECK(s.act == ggemm::glu_activation<ggemm::kActivationSwiglu>(gate, up, k));
+                CHECK(g.act == ggemm::glu_activation<ggemm::kActivationClampedGeglu>(gate, up, k));
+                const ggemm_test::GluDerivatives rs = ggemm_test::glu_derivatives_reference(swiglu, gate, up);
+                const ggemm_test::GluDerivatives rg = ggemm_test::glu_derivatives_reference(geglu, gate, up);
+                // Relative to the size of the terms of each derivative.
+                const double us = std::fabs(static_cast<double>(up)) + 1.0;
+                const double gs = std::fabs(static_cast<double>(gate)) + 1.0;
+                const double ug = (std::fabs(static_cast<double>(up)) + std::fabs(k.offset) + k.limit) * gs;
+                worst = std::fmax(worst, std::fabs(s.d_gate - rs.d_gate) / (us * gs));
+                worst = std::fmax(worst, std::fabs(s.d_up - rs.d_up) / gs);
+                worst = std::fmax(worst, std::fabs(g.d_gate - rg.d_gate) / ug);
+                worst = std::fmax(worst, std::fabs(g.d_up - rg.d_up) / gs);
+            }
+        }
+        CHECK(worst < 1e-6);
+    }
+}

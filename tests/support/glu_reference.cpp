@@ -21,6 +21,21 @@ double glu_activation_reference(const GluParams& params, double gate, double up)
     return (u + params.offset) * g * sigmoid(params.scale * g);
 }
 
+GluDerivatives glu_derivatives_reference(const GluParams& params, double gate, double up) {
+    if (params.activation == kActivationSwiglu) {
+        const double s = sigmoid(gate);
+        return {gate * s * up, up * (s + gate * s * (1.0 - s)), gate * s};
+    }
+    if (params.activation != kActivationClampedGeglu) throw std::invalid_argument("not a gated activation");
+    const double g = std::min(gate, params.limit);
+    const double u = std::min(std::max(up, -params.limit), params.limit);
+    const double sg = sigmoid(params.scale * g);
+    const double d_g = sg + params.scale * g * sg * (1.0 - sg);
+    const bool gate_passes = gate <= params.limit;
+    const bool up_passes = up >= -params.limit && up <= params.limit;
+    return {(u + params.offset) * g * sg, gate_passes ? (u + params.offset) * d_g : 0.0, up_passes ? g * sg : 0.0};
+}
+
 int64_t glu_gate_column(int64_t out_col) { return out_col / 32 * 64 + out_col % 32; }
 
 GluResult compute_glu_reference(const Problem& problem, const GluParams& params, const std::vector<int64_t>* rows) {

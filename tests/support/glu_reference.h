@@ -29,6 +29,16 @@ struct GluParams {
 // (clamp(up, -limit, limit) + offset) * g * sigmoid(scale * g) with g = min(gate, limit).
 double glu_activation_reference(const GluParams& params, double gate, double up);
 
+// act and its exact derivatives with respect to gate and up, in double: the derivative of
+// glu_activation_reference as written, the clamps passing the gradient where the input is within
+// the limits (the limit included, as torch.clamp's backward does).
+struct GluDerivatives {
+    double act;
+    double d_gate;
+    double d_up;
+};
+GluDerivatives glu_derivatives_reference(const GluParams& params, double gate, double up);
+
 // The pre-activation column of D's column `out_col` (gate, and gate + 32 for up).
 int64_t glu_gate_column(int64_t out_col);
 
