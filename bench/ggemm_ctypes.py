@@ -47,6 +47,8 @@ class PlanDesc(C.Structure):
         ("glu_scale", C.c_float),
         ("glu_limit", C.c_float),
         ("glu_offset", C.c_float),
+        ("glu_backward", C.c_int32),
+        ("glu_pre_dtype", C.c_int32),
     ]
 
 
@@ -67,14 +69,16 @@ class Args(C.Structure):
         ("workspace", C.c_void_p),
         ("workspace_size", C.c_uint64),
         ("device_status", C.c_void_p),  # optional: beyond ARGS_MIN_SIZE
+        ("glu_pre", C.c_void_p),
+        ("d_prob", C.c_void_p),
     ]
 
 
 # The mirror must match the C layout (x86-64 and aarch64 Linux ABIs alike).
 assert PlanDesc.scheduler.offset + 4 == PLAN_DESC_MIN_SIZE
-assert C.sizeof(PlanDesc) == 104
+assert C.sizeof(PlanDesc) == 112
 assert Args.device_status.offset == ARGS_MIN_SIZE
-assert C.sizeof(Args) == 112
+assert C.sizeof(Args) == 128
 
 
 class GgemmError(RuntimeError):

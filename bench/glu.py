@@ -11,9 +11,12 @@ width, in interleaved 32-column gate/up blocks):
        plain        ggemm's plain grouped GEMM of the same M x N x K: bf16 D of M x N
        plain_eager  plain, then SwiGLU in eager PyTorch on its interleaved blocks (bf16)
        mm_compiled  torch._grouped_mm, then the SwiGLU compiled by torch.compile
+  3. the backward, on the same case's second layer (W2 of hidden x I = K x N/2, N-major, as
+     its forward stores it): dGLU (R = dY @ W2 of M x N/2, the saved bf16 pre-activation,
+     d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
 Writes glu.json into --out and prints a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
-  mm_compiled / glu (target > 1 on every case).
+  mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10).
 """
 import argparse
 import json
@@ -72,6 +75,14 @@ class Case:
                   for _ in range(self.sets)]
         self.bt = [b.transpose(-2, -1) for b in self.b]
         self.d_glu = torch.empty(self.m, self.n // 2, dtype=bf16, device=dev)
+        # The backward: dY (M x K), W2 (L x K x N/2, N-major), the saved pre-activation (M x N).
+        self.dy = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
+        self.w2 = [torch.empty(self.L, self.k, self.n // 2, dtype=bf16, device=dev).uniform_(-1, 1) / 8
+                   for _ in range(self.sets)]
+        self.pre = torch.empty(self.m, self.n, dtype=bf16, device=dev).uniform_(-8, 8)
+        self.d_pre = torch.empty(self.m, self.n, dtype=bf16, device=dev)
+        self.d_prob = torch.empty(max(self.m, 1), dtype=torch.float32, device=dev)
+        self.dgrad_out = torch.empty(self.m, self.n // 2, dtype=bf16, device=dev)
         self.d_plain = torch.empty(self.m, self.n, dtype=bf16, device=dev)
         self.status = torch.zeros(1, dtype=torch.int32, device=dev)
         self.plans = []
@@ -92,6 +103,28 @@ class Case:
                          prob=self.prob.data_ptr(), d=d.data_ptr(),
                          workspace=workspace.data_ptr() if ws else None, workspace_size=ws,
                          device_status=self.status.data_ptr()) for s in range(self.sets)]
+        return plan, args, workspace
+
+    def backward_plan(self, torch, dglu):
+        """dGLU (SwiGLU) or the plain dgrad GEMM of the same size, N-major W2."""
+        lib = self.lib
+        fields = dict(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n // 2, k=self.k,
+                      num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
+                      d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE, generate_c=0,
+                      scheduler=gg.SCHEDULER_STATIC, weight_layout=1)
+        if dglu:
+            fields.update(activation=gg.ACTIVATION_SWIGLU, glu_backward=1, glu_pre_dtype=gg.DTYPE_BF16)
+        plan = lib.plan(lib.plan_desc(**fields))
+        self.plans.append(plan)
+        ws = plan.workspace_size()
+        workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
+        extra = dict(glu_pre=self.pre.data_ptr(), d_prob=self.d_prob.data_ptr()) if dglu else {}
+        d = self.d_pre if dglu else self.dgrad_out
+        args = [lib.args(m=self.m, a=self.dy[s].data_ptr(), b=self.w2[s].data_ptr(),
+                         padded_offsets=self.offs.data_ptr(), alpha=self.alpha.data_ptr(),
+                         prob=self.prob.data_ptr(), d=d.data_ptr(),
+                         workspace=workspace.data_ptr() if ws else None, workspace_size=ws,
+                         device_status=self.status.data_ptr(), **extra) for s in range(self.sets)]
         return plan, args, workspace
 
     def destroy(self):
@@ -123,6 +156,27 @@ def run_case(torch, lib, case, opts, stream, compiled_act):
         result["check"] = {"rel_err": err, "ok": bool(err <= CHECK_TOLERANCE) and status == 0,
                            "device_status": status}
 
+        dglu_plan, dglu_args, _dglu_ws = data.backward_plan(torch, True)
+        dgrad_plan, dgrad_args, _dgrad_ws = data.backward_plan(torch, False)
+        result["dglu_plan"] = dglu_plan.describe()
+        # dGLU against torch: R = dY @ W2 per expert (fp32), then the SwiGLU derivative.
+        dglu_plan.execute(dglu_args[0], handle)
+        torch.cuda.synchronize()
+        begin, worst = 0, 0.0
+        for g, end in enumerate(case["padded_offsets"][:2]):  # two experts keep the check short
+            if end > begin:
+                r = data.dy[0][begin:end].float() @ data.w2[0][g].float()
+                v = data.pre[begin:end].float().view(end - begin, -1, 2, 32)
+                gate, up = v[:, :, 0].reshape(r.shape), v[:, :, 1].reshape(r.shape)
+                s = torch.sigmoid(gate)
+                d_gate = r * up * (s + gate * s * (1 - s))
+                d_up = r * gate * s
+                ref = torch.stack((d_gate.view(end - begin, -1, 32), d_up.view(end - begin, -1, 32)), 2)
+                worst = max(worst, rel_error(data.d_pre[begin:end], ref.reshape(end - begin, -1)))
+                worst = max(worst, rel_error(data.d_prob[begin:end], (r * gate * s * up).sum(1)))
+            begin = end
+        result["dglu_check"] = {"rel_err": worst, "ok": bool(worst <= CHECK_TOLERANCE)}
+
         act_out = torch.empty(data.m, data.n // 2, dtype=torch.bfloat16, device="cuda")
         ops = [
             ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
@@ -131,6 +185,8 @@ def run_case(torch, lib, case, opts, stream, compiled_act):
                                        act_out.copy_(swiglu_blocks(torch, data.d_plain)))),
             ("mm_compiled", lambda s: compiled_act(torch._grouped_mm(
                 data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16))),
+            ("dglu", lambda s: dglu_plan.execute(dglu_args[s], handle)),
+            ("dgrad", lambda s: dgrad_plan.execute(dgrad_args[s], handle)),
         ]
         for name, fn in ops:  # compile and warm every path outside the timed rounds
             fn(0)
@@ -142,6 +198,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act):
             "glu_over_plain": med["glu"] / med["plain"],
             "plain_eager_over_glu": med["plain_eager"] / med["glu"],
             "mm_compiled_over_glu": med["mm_compiled"] / med["glu"],
+            "dglu_over_dgrad": med["dglu"] / med["dgrad"],
         }
     except Exception as e:  # noqa: BLE001 - record and go on with the other cases
         result["errors"]["case"] = short_error(e)
@@ -175,28 +232,33 @@ def main():
         "worst_glu_over_plain": max((r["ratios"]["glu_over_plain"] for r in results if "ratios" in r), default=None),
         "min_mm_compiled_over_glu": min((r["ratios"]["mm_compiled_over_glu"] for r in results if "ratios" in r),
                                         default=None),
-        "check_failures": [r["name"] for r in results if not r.get("check", {}).get("ok", False)],
+        "worst_dglu_over_dgrad": max((r["ratios"]["dglu_over_dgrad"] for r in results if "ratios" in r),
+                                     default=None),
+        "check_failures": [r["name"] for r in results if not r.get("check", {}).get("ok", False)
+                           or not r.get("dglu_check", {}).get("ok", False)],
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
     }
     with open(os.path.join(opts.out, "glu.json"), "w") as f:
         json.dump({"cases": results, "summary": summary, "rounds": opts.rounds}, f, indent=1)
 
-    print("%-18s %9s %9s %11s %11s  %8s %8s %8s  %s" % ("case", "glu ms", "plain ms", "plain+eag", "mm+compile",
-                                                        "glu/pln", "eag/glu", "cmp/glu", "check"))
+    print("%-18s %9s %9s %11s %11s  %8s %8s %8s  %9s %9s %8s  %s" % (
+        "case", "glu ms", "plain ms", "plain+eag", "mm+compile", "glu/pln", "eag/glu", "cmp/glu", "dglu ms",
+        "dgrad ms", "dglu/dgr", "check"))
     for r in results:
         if "median_ms" not in r:
             print("%-18s errors: %s" % (r["name"], r["errors"]))
             continue
         m, q = r["median_ms"], r["ratios"]
-        print("%-18s %9.3f %9.3f %11.3f %11.3f  %8.3f %8.3f %8.3f  %.1e%s" % (
+        print("%-18s %9.3f %9.3f %11.3f %11.3f  %8.3f %8.3f %8.3f  %9.3f %9.3f %8.3f  %.1e %.1e%s" % (
             r["name"], m["glu"], m["plain"], m["plain_eager"], m["mm_compiled"], q["glu_over_plain"],
-            q["plain_eager_over_glu"], q["mm_compiled_over_glu"], r["check"]["rel_err"],
-            "" if r["check"]["ok"] else " FAILED"))
+            q["plain_eager_over_glu"], q["mm_compiled_over_glu"], m["dglu"], m["dgrad"], q["dglu_over_dgrad"],
+            r["check"]["rel_err"], r["dglu_check"]["rel_err"],
+            "" if r["check"]["ok"] and r["dglu_check"]["ok"] else " FAILED"))
     f = lambda v: "-" if v is None else "%.3f" % v  # noqa: E731
     print("geomean plain+eager / glu %s (target >= 1.3); worst glu / plain %s (target <= 1.05); "
-          "min mm+compiled / glu %s (target > 1)" % (f(summary["geomean_plain_eager_over_glu"]),
-                                                      f(summary["worst_glu_over_plain"]),
-                                                      f(summary["min_mm_compiled_over_glu"])))
+          "min mm+compiled / glu %s (target > 1); worst dglu / dgrad %s (target <= 1.10)" % (
+              f(summary["geomean_plain_eager_over_glu"]), f(summary["worst_glu_over_plain"]),
+              f(summary["min_mm_compiled_over_glu"]), f(summary["worst_dglu_over_dgrad"])))
     if summary["check_failures"]:
         print("FAILED checks: " + ", ".join(summary["check_failures"]))
     return 1 if summary["check_failures"] or summary["cases_with_errors"] else 0

@@ -145,6 +145,8 @@ typedef struct ggemm_plan_desc {
     float glu_scale;         /* clamped GeGLU's s (default 1.702) */
     float glu_limit;         /* clamped GeGLU's limit (default 7), > 0 */
     float glu_offset;        /* clamped GeGLU's offset (default 1) */
+    int32_t glu_backward;    /* 0: the forward (default); 1: its backward, dGLU (see below) */
+    int32_t glu_pre_dtype;   /* dGLU: dtype of the saved pre-activation args->glu_pre (default BF16) */
 } ggemm_plan_desc;
 
 /* ---------------------------------------------------------------------------------------------
@@ -169,6 +171,24 @@ typedef struct ggemm_plan_desc {
 #define GGEMM_ACTIVATION_NONE          0 /* D = the GEMM's output, M x N (the default) */
 #define GGEMM_ACTIVATION_SWIGLU        1
 #define GGEMM_ACTIVATION_CLAMPED_GEGLU 2
+
+/* dGLU (desc->glu_backward = 1, with the forward's activation and constants; SM90 only): the
+ * backward of the fused forward, fused with the input-gradient GEMM of the layer after it. Here
+ * N is the activation's width (the forward's N/2), a multiple of 32, and A is the upstream
+ * gradient (M x K), B_g that layer's weights (either weight layout). For row r of expert g:
+ *
+ *   R      = acc * alpha[g]                    fp32, M x N: the gradient of the forward's D
+ *   gate, up = the saved pre-activation args->glu_pre (M x 2N, glu_pre_dtype, the forward's C)
+ *              at columns 64j + i and 64j + 32 + i, for R's column 32j + i
+ *   d_pre[r, 64j + i]      = cvt(R * prob[r] * d act / d gate)      args->d: M x 2N, d_dtype,
+ *   d_pre[r, 64j + 32 + i] = cvt(R * prob[r] * d act / d up)        interleaved as the forward
+ *   d_prob[r] = sum over R's columns of R * act(gate, up)           args->d_prob: M fp32
+ *
+ * The derivatives are those of the forward's act as written (docs/API.md). d_prob is summed in a
+ * fixed order (per-tile partials in the workspace, then an ordered reduction): bitwise
+ * reproducible, and the same for both schedulers; rows no expert computes get d_prob = 0. No
+ * bias and no C (generate_c = 0). The workspace grows with M: ggemm_workspace_size and
+ * ggemm_plan_workspace_size give it for m_capacity. */
 
 /* The pre-activation columns form blocks of this many: a gate block, then an up block. */
 #define GGEMM_GLU_BLOCK_COLUMNS 32
@@ -207,6 +227,8 @@ typedef struct ggemm_args {
     void* workspace;               /* ggemm_plan_workspace_size bytes, 128-byte aligned; may be NULL if 0 */
     uint64_t workspace_size;       /* bytes available at workspace */
     uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits of this call, written in-stream */
+    const void* glu_pre;           /* dGLU: the saved M x 2N pre-activation, glu_pre_dtype; else ignored */
+    float* d_prob;                 /* dGLU: M fp32, written for every row; else ignored */
 } ggemm_args;
 
 #define GGEMM_ARGS_MIN_SIZE 104u /* device_status is optional */

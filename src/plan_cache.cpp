@@ -70,7 +70,8 @@ PlanCacheKey plan_cache_key(const ggemm_plan_desc& desc) noexcept {
                         desc.weight_mode, desc.c_dtype,   desc.d_dtype,     desc.bias_dtype,
                         desc.generate_c, desc.scheduler, desc.tile_m,      desc.tile_n,
                         desc.cluster_m,  desc.sm_margin, desc.weight_layout, desc.activation,
-                        bits(desc.glu_scale), bits(desc.glu_limit), bits(desc.glu_offset)};
+                        bits(desc.glu_scale), bits(desc.glu_limit), bits(desc.glu_offset),
+                        desc.glu_backward, desc.glu_backward ? desc.glu_pre_dtype : 0};
 }
 
 PlanFactory set_plan_factory(PlanFactory factory) noexcept { return g_factory.exchange(factory); }
@@ -166,7 +167,8 @@ GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint6
         ggemm_plan_desc checked;
         const ggemm_status_t status = ggemm::read_one_shot_desc(desc, &checked);
         if (status != GGEMM_SUCCESS) return status;
-        *bytes = ggemm::workspace_bytes(checked.weight_mode, checked.scheduler, checked.num_experts);
+        *bytes = ggemm::call_workspace_bytes(checked.weight_mode, checked.scheduler, checked.num_experts,
+                                             checked.glu_backward, checked.n, checked.m_capacity);
         return GGEMM_SUCCESS;
     });
 }

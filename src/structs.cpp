@@ -46,8 +46,8 @@ constexpr uint32_t kPlanDescSizes[] = {
     offsetof(ggemm_plan_desc, tile_m), offsetof(ggemm_plan_desc, tile_n),
     offsetof(ggemm_plan_desc, cluster_m), offsetof(ggemm_plan_desc, sm_margin),
     offsetof(ggemm_plan_desc, reserved0), offsetof(ggemm_plan_desc, weight_layout),
-    offsetof(ggemm_plan_desc, activation)};
-constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status)};
+    offsetof(ggemm_plan_desc, activation), offsetof(ggemm_plan_desc, glu_backward)};
+constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status), offsetof(ggemm_args, glu_pre)};
 // The wgrad structs have one version so far: no smaller size is an older one.
 constexpr uint32_t kWgradDescSizes[] = {sizeof(ggemm_wgrad_desc)};
 constexpr uint32_t kWgradArgsSizes[] = {sizeof(ggemm_wgrad_args)};
@@ -137,6 +137,7 @@ ggemm_status_t init_plan_desc(ggemm_plan_desc* desc, uint32_t struct_size) noexc
     set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_scale, kGluDefaults.scale);
     set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_limit, kGluDefaults.limit);
     set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_offset, kGluDefaults.offset);
+    set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_pre_dtype, int32_t{GGEMM_DTYPE_BF16});
     return GGEMM_SUCCESS;
 }
 

@@ -246,12 +246,47 @@ ggemm_status_t check_activation(const ggemm_plan_desc& desc) {
                     "GGEMM_ACTIVATION_CLAMPED_GEGLU (2), got %d",
                     desc.activation);
     }
-    if (desc.activation == GGEMM_ACTIVATION_NONE) return GGEMM_SUCCESS;
-    if (desc.n % (2 * GGEMM_GLU_BLOCK_COLUMNS) != 0) {
+    if (desc.glu_backward != 0 && desc.glu_backward != 1) {
+        return fail(GGEMM_ERROR_INVALID_VALUE, "desc->glu_backward must be 0 or 1, got %d", desc.glu_backward);
+    }
+    if (desc.activation == GGEMM_ACTIVATION_NONE) {
+        if (desc.glu_backward) {
+            return fail(GGEMM_ERROR_INVALID_VALUE,
+                        "desc->glu_backward = 1 needs the forward's activation: desc->activation is "
+                        "GGEMM_ACTIVATION_NONE");
+        }
+        return GGEMM_SUCCESS;
+    }
+    if (!desc.glu_backward && desc.n % (2 * GGEMM_GLU_BLOCK_COLUMNS) != 0) {
         return fail(GGEMM_ERROR_INVALID_SHAPE,
                     "desc->n = %lld must be a multiple of 64 with desc->activation = %s: the pre-activation "
                     "columns come in blocks of %d gate and %d up columns",
                     (ll)desc.n, activation_name(desc.activation), GGEMM_GLU_BLOCK_COLUMNS, GGEMM_GLU_BLOCK_COLUMNS);
+    }
+    if (desc.glu_backward) {
+        if (desc.n % GGEMM_GLU_BLOCK_COLUMNS != 0) {
+            return fail(GGEMM_ERROR_INVALID_SHAPE,
+                        "desc->n = %lld must be a multiple of %d with desc->glu_backward = 1: N is the "
+                        "activation's width, half the forward's N, whose blocks are %d gate and %d up columns",
+                        (ll)desc.n, GGEMM_GLU_BLOCK_COLUMNS, GGEMM_GLU_BLOCK_COLUMNS, GGEMM_GLU_BLOCK_COLUMNS);
+        }
+        if (desc.generate_c) {
+            return fail(GGEMM_ERROR_INVALID_VALUE,
+                        "desc->generate_c must be 0 with desc->glu_backward = 1 (dGLU writes d_pre to D and "
+                        "d_prob; it has no C), got 1");
+        }
+        if (desc.bias_dtype != GGEMM_DTYPE_NONE) {
+            return fail(GGEMM_ERROR_INVALID_VALUE,
+                        "desc->bias_dtype must be GGEMM_DTYPE_NONE with desc->glu_backward = 1 (the "
+                        "input-gradient GEMM has no bias), got %s",
+                        dtype_name(desc.bias_dtype));
+        }
+        if (!is_output_dtype(desc.glu_pre_dtype)) {
+            return fail(GGEMM_ERROR_INVALID_DTYPE,
+                        "desc->glu_pre_dtype must be GGEMM_DTYPE_BF16 (1), FP16 (2) or FP32 (3) (the saved "
+                        "pre-activation, the forward's c_dtype), got %d",
+                        desc.glu_pre_dtype);
+        }
     }
     if (desc.activation != GGEMM_ACTIVATION_CLAMPED_GEGLU) return GGEMM_SUCCESS;
     const struct {
@@ -378,7 +413,7 @@ ggemm_status_t validate_plan_desc(const ggemm_plan_desc& desc, const DeviceInfo&
 
 namespace {
 
-constexpr int kPointerRules = 10;
+constexpr int kPointerRules = 12;
 
 // The pointers execute checks for alignment and residency. C is ignored (and may be anything)
 // when the plan does not write it.
@@ -394,6 +429,16 @@ void pointer_rules(const ggemm_plan_desc& desc, const ggemm_args& args, PointerR
     rules[7] = {"c", c, kDataAlignment};
     rules[8] = {"d", args.d, kDataAlignment};
     rules[9] = {"device_status", args.device_status, kDeviceStatusAlignment};
+    // dGLU's inputs and outputs; ignored (and may be anything) by other plans.
+    rules[10] = {"glu_pre", desc.glu_backward ? args.glu_pre : nullptr, kDataAlignment};
+    rules[11] = {"d_prob", desc.glu_backward ? args.d_prob : nullptr, kDataAlignment};
+}
+
+// The workspace this call needs: dGLU's partials grow with its M.
+uint64_t needed_workspace(const ggemm_plan& plan, int64_t m) {
+    const ggemm_plan_desc& desc = plan.desc;
+    if (!desc.glu_backward) return plan.workspace_bytes;
+    return call_workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts, desc.glu_backward, desc.n, m);
 }
 
 }  // namespace
@@ -422,6 +467,15 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
         if (rule.pointer == nullptr) {
             return fail(GGEMM_ERROR_NULL_ARGUMENT, "args->%s is NULL; it is required", rule.name);
         }
+    }
+    if (desc.glu_backward && args.glu_pre == nullptr) {
+        return fail(GGEMM_ERROR_NULL_ARGUMENT,
+                    "args->glu_pre is NULL but the plan is dGLU (glu_backward = 1): pass the saved M x 2N "
+                    "pre-activation");
+    }
+    if (desc.glu_backward && args.d_prob == nullptr) {
+        return fail(GGEMM_ERROR_NULL_ARGUMENT,
+                    "args->d_prob is NULL but the plan is dGLU (glu_backward = 1): pass an M fp32 output");
     }
     if (desc.generate_c && args.c == nullptr) {
         return fail(GGEMM_ERROR_NULL_ARGUMENT,
@@ -462,14 +516,14 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
     pointer_rules(desc, args, pointers);
     status = check_alignment(pointers, kPointerRules);
     if (status != GGEMM_SUCCESS) return status;
-    return check_workspace(plan.workspace_bytes, args.workspace, args.workspace_size);
+    return check_workspace(needed_workspace(plan, args.m), args.workspace, args.workspace_size);
 }
 
 ggemm_status_t validate_args_for_device(const ggemm_plan& plan, const ggemm_args& args,
                                         int32_t current_device, const PointerOracle& oracle) noexcept {
     PointerRule pointers[kPointerRules];
     pointer_rules(plan.desc, args, pointers);
-    return check_residency(pointers, kPointerRules, args.workspace, plan.workspace_bytes, current_device,
+    return check_residency(pointers, kPointerRules, args.workspace, needed_workspace(plan, args.m), current_device,
                            plan.desc.device, oracle);
 }
 

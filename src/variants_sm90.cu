@@ -4,10 +4,12 @@
 // shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
 // sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
 // launch.
+#include "kernels/common/glu_reduce.cuh"
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 #include "src/launch.cuh"
 #include "src/tensor_map.h"
 #include "src/variants.h"
+#include "src/workspace.h"
 
 namespace ggemm {
 
@@ -24,13 +26,27 @@ cudaError_t prepare() {
     }
 }
 
+// dGLU: d_prob from the GEMM's partial sums, in stream order after it.
+inline cudaError_t launch_reduce_d_prob(const KernelArgs& args, cudaStream_t stream) {
+    constexpr int kThreads = 256;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>((args.m + kThreads - 1) / kThreads));
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    return cudaLaunchKernelEx(&config, reduce_d_prob, static_cast<const float*>(args.d_prob_partials),
+                              static_cast<int64_t>(glu_partial_blocks(args.n)), args.m, args.d_prob);
+}
+
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
     if constexpr (Cfg::kOutput == Output::kTmaStore) {
         return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                              /*cluster_x=*/1, stream);
     } else {
-        return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+        const cudaError_t error =
+            launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, /*cluster_x=*/1, stream);
+        if (error != cudaSuccess || !p.args.glu_backward) return error;
+        return launch_reduce_d_prob(p.args, stream);
     }
 }
 

@@ -5,6 +5,9 @@
 //   [128, 128 + 128 * L)        discrete mode: one CUtensorMap per expert, built on the device
 //   [128 + 128 * L, + 4 * L)    discrete mode: one status word per expert, written by the map
 //                               builder (0: usable), rounded up to a multiple of 128 bytes
+//   then, for dGLU only:        ceil(N / 64) x M fp32 partial sums of d_prob, one per row and
+//                               64-column block of R (zeroed in-stream before every launch), so
+//                               this part grows with the call's M
 #pragma once
 
 #include <cstddef>
@@ -32,6 +35,21 @@ constexpr uint64_t workspace_bytes(int32_t weight_mode, int32_t scheduler, int32
                ? workspace_weight_status_offset(num_experts) +
                      (status_bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment
                : (scheduler == kDynamic ? kWorkspaceCounterBytes : 0);
+}
+
+// dGLU's partial sums of d_prob: one per row and 64-column block of R (kernels/sm90/
+// epilogue_sm90.cuh), after the fields above.
+constexpr int64_t kGluPartialColumns = 64;
+constexpr int64_t glu_partial_blocks(int64_t n) { return (n + kGluPartialColumns - 1) / kGluPartialColumns; }
+constexpr uint64_t glu_partials_bytes(int64_t n, int64_t m) {
+    const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(glu_partial_blocks(n)) * static_cast<uint64_t>(m);
+    return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+}
+
+// The workspace of a call of `m` rows: the plan's fields, and dGLU's partials for those rows.
+constexpr uint64_t call_workspace_bytes(int32_t weight_mode, int32_t scheduler, int32_t num_experts,
+                                        int32_t glu_backward, int64_t n, int64_t m) {
+    return workspace_bytes(weight_mode, scheduler, num_experts) + (glu_backward ? glu_partials_bytes(n, m) : 0);
 }
 
 }  // namespace ggemm

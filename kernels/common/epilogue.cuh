@@ -29,6 +29,12 @@ struct EpilogueTile {
     int32_t n;
     int32_t activation;   // kActivation*: with a gated activation D is M x N/2
     GluConstants glu;
+    // dGLU: D is the M x 2N d_pre, from the saved pre-activation; d_prob's partials (pitch m).
+    int32_t glu_backward;
+    int32_t glu_pre_dtype;
+    const void* glu_pre;
+    float* d_prob_partials;
+    int64_t m;
 };
 
 __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
@@ -47,6 +53,11 @@ __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, in
     t.n = args.n;
     t.activation = args.activation;
     t.glu = args.glu;
+    t.glu_backward = args.glu_backward;
+    t.glu_pre_dtype = args.glu_pre_dtype;
+    t.glu_pre = args.glu_pre;
+    t.d_prob_partials = args.d_prob_partials;
+    t.m = args.m;
     return t;
 }
 

@@ -5,8 +5,9 @@
 //   sigmoid(x) = 1 / (1 + exp(-x))
 // in fp32, in this order. The products and sums are written with explicit round-to-nearest
 // intrinsics on the device, so the compiler cannot contract them into FMAs and every kernel and
-// scheduler computes the same bits; expf and the division are the precise (non-fast-math) ones.
-// Host builds (the CPU tests) evaluate the same expressions in plain fp32.
+// scheduler computes the same bits; expf is the precise (non-fast-math) one, the division in the
+// sigmoid __fdividef (glu_sigmoid says why). Host builds (the CPU tests) evaluate the same
+// expressions in plain fp32 with an IEEE division.
 //
 // Pure and __host__ __device__: the CPU tests check the code the kernels run.
 #pragma once
@@ -45,7 +46,17 @@ GGEMM_HD float glu_add(float a, float b) {
 #endif
 }
 
-GGEMM_HD float glu_sigmoid(float x) { return 1.0f / glu_add(1.0f, expf(-x)); }
+// 1 / (1 + exp(-x)). On the device the division is __fdividef (within 2 ulp; the denominator is
+// >= 1, and past 2^126 the quotient is 0, as the true value rounds to a subnormal): the IEEE
+// division would call its slow path as a subroutine, whose call saves registers to the stack in
+// kernels that hold a 256-wide accumulator.
+GGEMM_HD float glu_sigmoid(float x) {
+#if defined(__CUDA_ARCH__)
+    return __fdividef(1.0f, __fadd_rn(1.0f, expf(-x)));
+#else
+    return 1.0f / (1.0f + expf(-x));
+#endif
+}
 
 GGEMM_HD float swiglu(float gate, float up) { return glu_mul(glu_mul(gate, glu_sigmoid(gate)), up); }
 

@@ -237,12 +237,130 @@ __device__ __forceinline__ void store_glu_tile(const FragmentEpilogue& e, const 
     }
 }
 
+// Two adjacent elements of the saved pre-activation (dGLU), widened to fp32.
+__device__ __forceinline__ float2 load_pre_pair(const void* pre, int32_t dtype, int64_t index) {
+    switch (dtype) {
+        case kBF16: return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
+                        static_cast<const __nv_bfloat16*>(pre) + index));
+        case kFP16: return __half22float2(*reinterpret_cast<const __half2*>(static_cast<const __half*>(pre) + index));
+        default: return *reinterpret_cast<const float2*>(static_cast<const float*>(pre) + index);
+    }
+}
+
+// dGLU (glu_backward): from R = alpha * acc, a tile kTileN columns of R wide whose first column
+// is a multiple of 64, and the saved pre-activation, D = d_pre (M x 2N, the forward's
+// interleaved layout) and the partial sums of d_prob. R's 32-column block b (R groups 4b .. 4b+3)
+// pairs with the pre-activation's columns 64b .. 64b+63 of the tile (doubled column origin):
+// gate at 8g + c, up at 32 + 8g + c for R's column 8g + c of the block, so each R block fills
+// one 64-column block of d_pre: one slice of a 16-bit dtype, two of fp32 (each half computed
+// once per slice it fills; d_prob is summed in the first).
+//
+// d_prob: each thread sums R * act over its columns of one 64-column block of R (two R blocks,
+// in column order), the four lanes of a row add theirs (a fixed butterfly: every lane gets the
+// same bits), and lane 0 of the four stores the row's partial for that block. The order depends
+// only on the block, never on the tile width, the piece or the scheduler; a second kernel adds
+// the blocks in order (kernels/common/glu_reduce.cuh).
+template <class T, int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
+    constexpr int kSlicesPerBlock = 2 * kGluBlockColumns / kCols;  // 1 (16-bit) or 2 (fp32)
+    constexpr int kGroupsPerBlock = kGluBlockColumns / 8;           // R groups of a 32-column block
+    constexpr int kBlocks = kTileN / kGluBlockColumns;
+    const int thread = threadIdx.x % 128;
+    const int warp = thread / 32;
+    const int lane = thread % 32;
+    const int row = warp * 16 + lane / 4;
+    const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
+    const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));
+    const int64_t pre_pitch = 2 * static_cast<int64_t>(e.t.n);
+    const int64_t top = e.row_begin + row;  // and top + 8
+    float prob_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int block = 0; block < kBlocks; ++block) {
+        const int32_t r_col0 = e.n_begin + block * kGluBlockColumns;
+        if (r_col0 >= e.t.n) break;  // R's tail: N is a multiple of 32, so blocks are whole
+#pragma unroll
+        for (int part = 0; part < kSlicesPerBlock; ++part) {
+            const int32_t col0 = 2 * r_col0 + part * kCols;  // the slice's first column of d_pre
+#pragma unroll
+            for (int g = 0; g < kGroupsPerBlock; ++g) {
+                const int j = block * kGroupsPerBlock + g;
+                const int64_t gate_col = 2 * static_cast<int64_t>(r_col0) + 8 * g + 2 * (lane % 4);
+                float2 out[2][2];  // [row half][gate, up]
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int64_t at = (top + 8 * half) * pre_pitch + gate_col;
+                    const float2 gate = load_pre_pair(e.t.glu_pre, e.t.glu_pre_dtype, at);
+                    const float2 up = load_pre_pair(e.t.glu_pre, e.t.glu_pre_dtype, at + kGluBlockColumns);
+                    const float r0 = scaled_value(e.t.alpha, acc[4 * j + 2 * half]);
+                    const float r1 = scaled_value(e.t.alpha, acc[4 * j + 2 * half + 1]);
+                    const float prob = half == 0 ? e.prob.x : e.prob.y;
+                    const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, e.t.glu);
+                    const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, e.t.glu);
+                    const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
+                    out[half][0] = make_float2(__fmul_rn(rp0, d0.d_gate), __fmul_rn(rp1, d1.d_gate));
+                    out[half][1] = make_float2(__fmul_rn(rp0, d0.d_up), __fmul_rn(rp1, d1.d_up));
+                    if (part == 0) {
+                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
+                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
+                    }
+                }
+#pragma unroll
+                for (int which = 0; which < 2; ++which) {  // gate, up
+                    // 16-bit: gate at group g, up at g + 4 of the one slice; fp32: slice `which`.
+                    if (kSlicesPerBlock == 2 && which != part) continue;
+                    const int jj = kSlicesPerBlock == 1 ? g + which * kGroupsPerBlock : g;
+                    const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
+                    const uint32_t addr = top_row + swizzled_chunk(row, byte) + (byte & 15);
+                    stage_pair<T>(addr, out[0][which]);
+                    stage_pair<T>(addr + 8 * kSliceRowBytes, out[1][which]);
+                }
+            }
+            ptx::warp_sync();  // the warp's rows of the slice are staged
+            copy_slice<T>(e.slice_addr, e.t.d, e.row_begin, col0, col0 + kCols, 2 * e.t.n, warp, lane);
+            ptx::warp_sync();  // and read: the warp may write its rows of the next slice
+        }
+        // A 64-column block of R ends here (or R does): the row's partial sum of d_prob.
+        const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= e.t.n;
+        if (block_ends) {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                float v = prob_sum[half];
+                v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+                v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+                if (lane % 4 == 0) {
+                    const int64_t partial_block = r_col0 / (2 * kGluBlockColumns);
+                    e.t.d_prob_partials[partial_block * e.t.m + top + 8 * half] = v;
+                }
+                prob_sum[half] = 0.f;
+            }
+        }
+    }
+}
+
+template <int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_dglu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    switch (e.t.d_dtype) {
+        case kBF16: store_dglu_output<__nv_bfloat16, kActivation, kTileN>(e, acc); break;
+        case kFP16: store_dglu_output<__half, kActivation, kTileN>(e, acc); break;
+        default: store_dglu_output<float, kActivation, kTileN>(e, acc); break;
+    }
+}
+
 // The whole epilogue of one warpgroup's share of a tile: C (when generated), then D. Starts
 // after begin_epilogue.
 template <int kTileN>
 __device__ __forceinline__ void store_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
     if (e.t.activation != kActivationNone) {
-        store_glu_tile<kTileN>(e, acc);
+        if (e.t.glu_backward) {
+            if (e.t.activation == kActivationSwiglu) {
+                store_dglu_output_as<kActivationSwiglu, kTileN>(e, acc);
+            } else {
+                store_dglu_output_as<kActivationClampedGeglu, kTileN>(e, acc);
+            }
+        } else {
+            store_glu_tile<kTileN>(e, acc);
+        }
         return;
     }
     if (e.t.bias != nullptr) {

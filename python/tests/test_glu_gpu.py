@@ -104,3 +104,50 @@ def test_jax_glu_matches_fp64(activation, bias_dtype, generate_c):
     assert not np.asarray(out.d)[rows:].any()  # zero_tail
     if generate_c:
         assert relative_error(np.asarray(out.c)[:rows], pre[:rows]) < TOLERANCE["float32"]
+
+
+@requires_torch_cuda
+@pytest.mark.parametrize("activation", ["swiglu", "geglu_clamped"])
+def test_torch_dglu_matches_fp64_autograd(activation):
+    """dGLU against torch.autograd through an fp64 forward D = prob * act(pre): the gradient of
+    sum(R * D) with R = alpha * dy @ W_g (the next layer's input gradient, N-major W)."""
+    import torch
+    import ggemm.torch as gt
+    g = torch.Generator(device="cpu").manual_seed(11)
+    m, n, k, offsets = 1024, 160, 256, [256, 256, 768, 768]  # N = 160: a last block of 32 columns
+    L = len(offsets)
+    dy = torch.randn(m, k, generator=g).to(torch.bfloat16).cuda()
+    w = (torch.randn(L, k, n, generator=g) * k ** -0.5).to(torch.bfloat16).cuda()
+    pre = (torch.randn(m, 2 * n, generator=g) * 4).to(torch.bfloat16).cuda()
+    prob = (torch.rand(m, generator=g) * 0.9 + 0.1).cuda()
+    alpha = (torch.rand(L, generator=g) + 0.5).cuda()
+    offs = torch.tensor(offsets, dtype=torch.int32, device="cuda")
+    constants = dict(glu_scale=1.2, glu_limit=3.0, glu_offset=0.5) if activation == "geglu_clamped" else {}
+    d_pre, d_prob = gt.dglu(dy, offs, alpha, prob, pre, b=w, activation=activation, d_dtype=torch.float32,
+                            **constants)
+    again = gt.dglu(dy, offs, alpha, prob, pre, b=w, activation=activation, d_dtype=torch.float32, **constants)
+    assert torch.equal(d_pre.view(torch.int32)[:768], again[0].view(torch.int32)[:768])
+    assert torch.equal(d_prob.view(torch.int32), again[1].view(torch.int32))
+
+    pre64 = pre.double().requires_grad_()
+    prob64 = prob.double().requires_grad_()
+    v = pre64.view(m, n // 32, 2, 32)
+    gate, up = v[:, :, 0].reshape(m, n), v[:, :, 1].reshape(m, n)
+    if activation == "swiglu":
+        act = torch.nn.functional.silu(gate) * up
+    else:
+        s, limit, offset = 1.2, 3.0, 0.5
+        gc = torch.clamp(gate, max=limit)
+        act = (torch.clamp(up, -limit, limit) + offset) * gc * torch.sigmoid(s * gc)
+    d = prob64[:, None] * act
+    r = torch.zeros(m, n, dtype=torch.float64, device="cuda")
+    begin = 0
+    for e, end in enumerate(offsets):
+        if end > begin:
+            r[begin:end] = float(alpha[e]) * (dy[begin:end].double() @ w[e].double())
+        begin = max(begin, end)
+    d.backward(r)
+    rows = offsets[-1]
+    assert relative_error(d_pre[:rows].cpu().numpy(), pre64.grad[:rows].cpu().numpy()) < TOLERANCE["float32"]
+    assert relative_error(d_prob[:rows].cpu().numpy(), prob64.grad[:rows].cpu().numpy()) < TOLERANCE["float32"]
+    assert not d_prob[rows:].any()  # rows no expert computes

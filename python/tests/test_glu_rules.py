@@ -56,3 +56,25 @@ def test_interleave_rows_takes_halves_to_blocks():
     for n in (0, 96, -64, 64.0):
         with pytest.raises(ValueError, match=r"^n: expected a positive multiple of 64, got "):
             rules.glu_interleave_rows(n)
+
+
+def test_dglu_saved_pre_activation_rules():
+    from fakes import DTYPES, FakeTensor, problem
+    t = problem(m=512, n=96, k=128)  # N = 96: the activation's width, whole 32-column blocks
+    ops = rules.check_operands(DTYPES, **t)
+    assert rules.check_glu_pre(DTYPES, FakeTensor((512, 192), "bfloat16"), ops) == lib.DTYPE_BF16
+    assert rules.check_glu_pre(DTYPES, FakeTensor((512, 192), "float32"), ops) == lib.DTYPE_FP32
+    with pytest.raises(ValueError, match=r"^pre: expected shape \(M, 2N\) = \(512, 192\) with strides \(2N, 1\), "
+                                         r"got shape \(512, 96\)"):
+        rules.check_glu_pre(DTYPES, FakeTensor((512, 96), "bfloat16"), ops)
+    with pytest.raises(ValueError, match=r"^pre: expected shape .* got shape \(512, 192\) with strides \(1, 512\)$"):
+        rules.check_glu_pre(DTYPES, FakeTensor((512, 192), "bfloat16", strides=(1, 512)), ops)
+    with pytest.raises(ValueError, match=r"^pre: expected bfloat16, float16 or float32"):
+        rules.check_glu_pre(DTYPES, FakeTensor((512, 192), "int32"), ops)
+    with pytest.raises(ValueError, match=r"^pre: expected a tensor on cuda:0"):
+        rules.check_glu_pre(DTYPES, FakeTensor((512, 192), "bfloat16", device=None), ops)
+    with pytest.raises(ValueError, match=r"^pre: expected the saved \(M, 2N\) pre-activation, got None$"):
+        rules.check_glu_pre(DTYPES, None, ops)
+    narrow = rules.check_operands(DTYPES, **problem(m=512, n=72, k=128))
+    with pytest.raises(ValueError, match=r"^n: expected N \(the activation's width\) a multiple of 32, got N = 72$"):
+        rules.check_glu_pre(DTYPES, FakeTensor((512, 144), "bfloat16"), narrow)

@@ -9,7 +9,7 @@
 
 ABI_ASSERT(status_is_int32, sizeof(ggemm_status_t) == 4);
 
-ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 104);
+ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 112);
 ABI_ASSERT(desc_struct_size, offsetof(ggemm_plan_desc, struct_size) == 0);
 ABI_ASSERT(desc_device, offsetof(ggemm_plan_desc, device) == 4);
 ABI_ASSERT(desc_m_capacity, offsetof(ggemm_plan_desc, m_capacity) == 8);
@@ -34,8 +34,10 @@ ABI_ASSERT(desc_activation, offsetof(ggemm_plan_desc, activation) == 88);
 ABI_ASSERT(desc_glu_scale, offsetof(ggemm_plan_desc, glu_scale) == 92);
 ABI_ASSERT(desc_glu_limit, offsetof(ggemm_plan_desc, glu_limit) == 96);
 ABI_ASSERT(desc_glu_offset, offsetof(ggemm_plan_desc, glu_offset) == 100);
+ABI_ASSERT(desc_glu_backward, offsetof(ggemm_plan_desc, glu_backward) == 104);
+ABI_ASSERT(desc_glu_pre_dtype, offsetof(ggemm_plan_desc, glu_pre_dtype) == 108);
 
-ABI_ASSERT(args_size, sizeof(ggemm_args) == 112);
+ABI_ASSERT(args_size, sizeof(ggemm_args) == 128);
 ABI_ASSERT(args_struct_size, offsetof(ggemm_args, struct_size) == 0);
 ABI_ASSERT(args_reserved0, offsetof(ggemm_args, reserved0) == 4);
 ABI_ASSERT(args_m, offsetof(ggemm_args, m) == 8);
@@ -51,6 +53,8 @@ ABI_ASSERT(args_d, offsetof(ggemm_args, d) == 80);
 ABI_ASSERT(args_workspace, offsetof(ggemm_args, workspace) == 88);
 ABI_ASSERT(args_workspace_size, offsetof(ggemm_args, workspace_size) == 96);
 ABI_ASSERT(args_device_status, offsetof(ggemm_args, device_status) == 104);
+ABI_ASSERT(args_glu_pre, offsetof(ggemm_args, glu_pre) == 112);
+ABI_ASSERT(args_d_prob, offsetof(ggemm_args, d_prob) == 120);
 ABI_ASSERT(args_min_size, GGEMM_ARGS_MIN_SIZE == offsetof(ggemm_args, device_status));
 
 ABI_ASSERT(wgrad_desc_size, sizeof(ggemm_wgrad_desc) == 64);

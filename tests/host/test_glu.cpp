@@ -15,6 +15,7 @@
 #include "src/plan.h"
 #include "src/plan_cache.h"
 #include "src/validate.h"
+#include "src/workspace.h"
 #include "tests/host/test_fakes.h"
 #include "tests/support/glu_reference.h"
 
@@ -39,7 +40,12 @@ std::vector<ggemm::KernelVariant> output_variants() {
 }  // namespace
 
 TEST_CASE("glu: the descriptor fields, their defaults, and an older caller's struct") {
-    CHECK(sizeof(ggemm_plan_desc) == 104);
+    CHECK(sizeof(ggemm_plan_desc) == 112);
+    CHECK(offsetof(ggemm_plan_desc, glu_backward) == 104);
+    CHECK(offsetof(ggemm_plan_desc, glu_pre_dtype) == 108);
+    CHECK(sizeof(ggemm_args) == 128);
+    CHECK(offsetof(ggemm_args, glu_pre) == 112);
+    CHECK(offsetof(ggemm_args, d_prob) == 120);
     CHECK(offsetof(ggemm_plan_desc, activation) == 88);
     CHECK(offsetof(ggemm_plan_desc, glu_scale) == 92);
     CHECK(offsetof(ggemm_plan_desc, glu_limit) == 96);
@@ -52,6 +58,8 @@ TEST_CASE("glu: the descriptor fields, their defaults, and an older caller's str
     CHECK(desc.glu_scale == 1.702f);
     CHECK(desc.glu_limit == 7.0f);
     CHECK(desc.glu_offset == 1.0f);
+    CHECK(desc.glu_backward == 0);
+    CHECK(desc.glu_pre_dtype == GGEMM_DTYPE_BF16);
 
     // A caller built before the activation: 88 bytes, followed by bytes that are not theirs.
     unsigned char bytes[sizeof(ggemm_plan_desc)];
@@ -65,14 +73,28 @@ TEST_CASE("glu: the descriptor fields, their defaults, and an older caller's str
     CHECK(read.glu_scale == 1.702f);
     CHECK(read.glu_limit == 7.0f);
     CHECK(read.glu_offset == 1.0f);
+    CHECK(read.glu_backward == 0);
+    CHECK(read.glu_pre_dtype == GGEMM_DTYPE_BF16);
     CHECK(ggemm::validate_desc_fields(read) == GGEMM_SUCCESS);
+
+    // One built before dGLU: 104 bytes, its activation kept, the backward's fields defaulted.
+    ggemm_plan_desc forward = glu_desc(GGEMM_ACTIVATION_CLAMPED_GEGLU);
+    forward.glu_limit = 3.0f;
+    forward.struct_size = offsetof(ggemm_plan_desc, glu_backward);
+    std::memset(bytes, 0x01, sizeof bytes);
+    std::memcpy(bytes, &forward, forward.struct_size);
+    REQUIRE(ggemm::read_plan_desc(reinterpret_cast<ggemm_plan_desc*>(bytes), "desc", &read) == GGEMM_SUCCESS);
+    CHECK(read.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU);
+    CHECK(read.glu_limit == 3.0f);
+    CHECK(read.glu_backward == 0);
+    CHECK(read.glu_pre_dtype == GGEMM_DTYPE_BF16);
 
     // Its init call writes nothing past its 88 bytes.
     std::memset(bytes, 0xab, sizeof bytes);
     REQUIRE(ggemm_plan_desc_init(reinterpret_cast<ggemm_plan_desc*>(bytes), 88) == GGEMM_SUCCESS);
     for (std::size_t i = 88; i < sizeof bytes; ++i) CHECK(bytes[i] == 0xab);
     // Sizes that end inside the activation block were never struct sizes.
-    for (const uint32_t size : {92u, 96u, 100u}) {
+    for (const uint32_t size : {92u, 96u, 100u, 108u}) {
         CHECK(ggemm_plan_desc_init(reinterpret_cast<ggemm_plan_desc*>(bytes), size) == GGEMM_ERROR_STRUCT_SIZE);
     }
 }
@@ -339,5 +361,160 @@ TEST_CASE("glu: the kernels' fp32 derivatives agree with the fp64 reference, act
             }
         }
         CHECK(worst < 1e-6);
+    }
+}
+
+TEST_CASE("dglu: refusals, the workspace that grows with M, and the description") {
+    ggemm_plan_desc desc = glu_desc(GGEMM_ACTIVATION_SWIGLU);
+    desc.glu_backward = 1;
+    desc.n = 4096 + 32;  // the activation's width: whole 32-column blocks suffice
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_SUCCESS);
+    desc.n = 4096 + 16;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_INVALID_SHAPE);
+    CHECK(message_contains("desc->n = 4112 must be a multiple of 32 with desc->glu_backward = 1"));
+    desc.n = 4096;
+    desc.glu_backward = 2;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_INVALID_VALUE);
+    CHECK(message_contains("desc->glu_backward must be 0 or 1, got 2"));
+    desc.glu_backward = 1;
+    desc.activation = GGEMM_ACTIVATION_NONE;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_INVALID_VALUE);
+    CHECK(message_contains("desc->glu_backward = 1 needs the forward's activation"));
+    desc.activation = GGEMM_ACTIVATION_CLAMPED_GEGLU;
+    desc.generate_c = 1;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_INVALID_VALUE);
+    CHECK(message_contains("desc->generate_c must be 0 with desc->glu_backward = 1"));
+    desc.generate_c = 0;
+    desc.bias_dtype = GGEMM_DTYPE_FP32;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_INVALID_VALUE);
+    CHECK(message_contains("desc->bias_dtype must be GGEMM_DTYPE_NONE with desc->glu_backward = 1"));
+    desc.bias_dtype = GGEMM_DTYPE_NONE;
+    desc.glu_pre_dtype = 0;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_INVALID_DTYPE);
+    CHECK(message_contains("desc->glu_pre_dtype must be GGEMM_DTYPE_BF16 (1), FP16 (2) or FP32 (3)"));
+    desc.glu_pre_dtype = GGEMM_DTYPE_FP32;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_SUCCESS);
+    desc.glu_limit = 0.0f;  // the forward's constants are checked too
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_INVALID_VALUE);
+    desc.glu_limit = 7.0f;
+
+    // N-major weights (the second layer's W as stored for its forward) are the usual case.
+    desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+    std::vector<ggemm::KernelVariant> variants = output_variants();
+    for (ggemm::KernelVariant& v : variants) v.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    INFO(plan.description);
+    CHECK(plan.description.find("activation: clamped GeGLU backward (dGLU) fused in the epilogue: R = alpha * A @ "
+                                "B_g^T is M x 4096; d_pre (D, M x 8192) from the saved FP32 pre-activation") !=
+          std::string::npos);
+    // The partials: one fp32 per row and 64 columns of R, for m_capacity rows.
+    CHECK(plan.workspace_bytes == 4096 / 64 * 4096 * 4);
+    uint64_t bytes = 0;
+    REQUIRE(ggemm_workspace_size(&desc, &bytes) == GGEMM_SUCCESS);
+    CHECK(bytes == 4096 / 64 * 4096 * 4);
+    desc.scheduler = GGEMM_SCHEDULER_DYNAMIC;  // the tile counter first
+    REQUIRE(ggemm_workspace_size(&desc, &bytes) == GGEMM_SUCCESS);
+    CHECK(bytes == 128 + 4096 / 64 * 4096 * 4);
+    CHECK(ggemm::glu_partials_bytes(4096 + 32, 256) == 65 * 256 * 4);
+    CHECK(ggemm::glu_partials_bytes(96, 256) == 2 * 256 * 4);
+}
+
+TEST_CASE("dglu: the call's arguments: the saved pre-activation and d_prob, and a workspace for its M") {
+    ggemm_plan_desc desc = glu_desc(GGEMM_ACTIVATION_SWIGLU);
+    desc.glu_backward = 1;
+    desc.n = 1024;
+    const std::vector<ggemm::KernelVariant> variants = output_variants();
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    ggemm_args args = valid_args(1024);
+    const uintptr_t slice = uintptr_t{1} << 30;
+    args.workspace_size = 16 * 1024 * 4;  // 16 blocks of 64 columns x M = 1024 rows
+    CHECK(ggemm::validate_args_fields(plan, args, desc.m_capacity) == GGEMM_ERROR_NULL_ARGUMENT);
+    CHECK(message_contains("args->glu_pre is NULL but the plan is dGLU"));
+    args.glu_pre = at<void>(kDevice0 + 9 * slice);
+    CHECK(ggemm::validate_args_fields(plan, args, desc.m_capacity) == GGEMM_ERROR_NULL_ARGUMENT);
+    CHECK(message_contains("args->d_prob is NULL but the plan is dGLU"));
+    args.d_prob = at<float>(kDevice0 + 10 * slice + 8);
+    CHECK(ggemm::validate_args_fields(plan, args, desc.m_capacity) == GGEMM_ERROR_MISALIGNED);
+    CHECK(message_contains("args->d_prob"));
+    args.d_prob = at<float>(kDevice0 + 10 * slice);
+    CHECK(ggemm::validate_args_fields(plan, args, desc.m_capacity) == GGEMM_SUCCESS);
+    // Smaller than the plan's (m_capacity = 4096) workspace, enough for this M.
+    CHECK(args.workspace_size < plan.workspace_bytes);
+    args.workspace_size -= 4;
+    CHECK(ggemm::validate_args_fields(plan, args, desc.m_capacity) == GGEMM_ERROR_WORKSPACE);
+
+    // A forward plan ignores both pointers.
+    desc.glu_backward = 0;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    args.d_prob = at<float>(kDevice0 + 10 * slice + 4);
+    CHECK(ggemm::validate_args_fields(plan, args, desc.m_capacity) == GGEMM_SUCCESS);
+}
+
+TEST_CASE("dglu: the reference is the gradient of the forward reference (central differences)") {
+    // L = sum over the GLU output of R * D(pre, prob), D = prob * act(gate, up): its derivative
+    // with respect to each pre-activation element is d_pre, with respect to prob[r] d_prob[r].
+    const int64_t m = 256, n = 64, k = 16;  // R is m x n, pre m x 2n
+    ggemm_test::Rng rng(2102);
+    std::vector<uint16_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(n * k));
+    for (auto& x : a) x = ggemm_test::float_to_bf16(rng.uniform(-1.0f, 1.0f));
+    for (auto& x : b) x = ggemm_test::float_to_bf16(rng.uniform(-1.0f, 1.0f));
+    std::vector<float> pre(static_cast<std::size_t>(m * 2 * n)), prob(static_cast<std::size_t>(m));
+    for (auto& x : pre) x = rng.uniform(-9.0f, 9.0f);
+    for (auto& x : prob) x = rng.uniform(0.1f, 1.0f);
+    const int32_t offsets[] = {static_cast<int32_t>(m)};
+    const float alpha[] = {0.75f};
+    ggemm_test::Problem problem;
+    problem.m = m;
+    problem.n = n;
+    problem.k = k;
+    problem.num_experts = 1;
+    problem.a = a.data();
+    problem.b = b.data();
+    problem.padded_offsets = offsets;
+    problem.alpha = alpha;
+    problem.prob = prob.data();
+    problem.d_dtype = ggemm_test::kDTypeFP32;
+    const std::vector<int64_t> rows = {0, 77, 255};
+    for (const int32_t activation : {ggemm_test::kActivationSwiglu, ggemm_test::kActivationClampedGeglu}) {
+        ggemm_test::GluParams params;
+        params.activation = activation;
+        const ggemm_test::DgluResult dglu =
+            ggemm_test::compute_dglu_reference(problem, params, pre.data(), ggemm_test::kDTypeFP32, &rows);
+        REQUIRE(dglu.d_pre.rows == rows);
+        // R of each row, from the plain reference (prob = 1, fp32 C).
+        ggemm_test::Problem plain = problem;
+        const std::vector<float> ones(static_cast<std::size_t>(m), 1.0f);
+        plain.prob = ones.data();
+        plain.c_dtype = ggemm_test::kDTypeFP32;
+        const ggemm_test::Result r = ggemm_test::compute_reference(plain, &rows);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const int64_t row = rows[i];
+            const auto loss = [&](const std::vector<double>& values, double p) {  // sum of R * D of the row
+                double sum = 0.0;
+                for (int64_t col = 0; col < n; ++col) {
+                    const int64_t gate = ggemm_test::glu_gate_column(col);
+                    sum += r.c_value(i, col) * p *
+                           ggemm_test::glu_activation_reference(params, values[gate], values[gate + 32]);
+                }
+                return sum;
+            };
+            std::vector<double> values(pre.begin() + row * 2 * n, pre.begin() + (row + 1) * 2 * n);
+            constexpr double h = 1e-5;
+            for (int64_t col = 0; col < 2 * n; ++col) {
+                const double saved = values[col];
+                if (activation == ggemm_test::kActivationClampedGeglu && std::fabs(std::fabs(saved) - 7.0) < 2 * h) continue;
+                values[col] = saved + h;
+                const double plus = loss(values, prob[row]);
+                values[col] = saved - h;
+                const double minus = loss(values, prob[row]);
+                values[col] = saved;
+                CHECK(dglu.d_pre.d_value(i, col) == doctest::Approx((plus - minus) / (2 * h)).epsilon(1e-5).scale(1.0));
+            }
+            const double fd_prob = (loss(values, prob[row] + h) - loss(values, prob[row] - h)) / (2 * h);
+            CHECK(dglu.d_prob[i] == doctest::Approx(fd_prob).epsilon(1e-7));
+        }
     }
 }

@@ -80,4 +80,49 @@ GluResult compute_glu_reference(const Problem& problem, const GluParams& params,
     return out;
 }
 
+DgluResult compute_dglu_reference(const Problem& problem, const GluParams& params, const void* pre, int32_t pre_dtype,
+                                  const std::vector<int64_t>* rows) {
+    if (problem.n % 32 != 0) throw std::invalid_argument("compute_dglu_reference: N must be a multiple of 32");
+    Problem r_problem = problem;
+    const std::vector<float> ones(static_cast<std::size_t>(problem.m), 1.0f);
+    r_problem.prob = ones.data();
+    r_problem.bias = nullptr;
+    r_problem.bias_dtype = kDTypeNone;
+    r_problem.c_dtype = kDTypeFP32;
+    r_problem.d_dtype = kDTypeFP32;
+    const Result r = compute_reference(r_problem, rows);
+
+    DgluResult out;
+    const int64_t n = problem.n;
+    const std::size_t count = r.rows.size();
+    out.d_pre.n = 2 * n;
+    out.d_pre.c_dtype = problem.c_dtype;
+    out.d_pre.d_dtype = problem.d_dtype;
+    out.d_pre.rows = r.rows;
+    out.d_pre.experts = r.experts;
+    out.d_pre.d.resize(count * static_cast<std::size_t>(2 * n) * dtype_size(problem.d_dtype));
+    out.d_prob.assign(count, 0.0);
+    for (std::size_t i = 0; i < count; ++i) {
+        const int64_t row = r.rows[i];
+        const double prob = problem.prob[row];
+        double d_prob = 0.0;
+        for (int64_t col = 0; col < n; ++col) {
+            const int64_t gate_col = glu_gate_column(col);
+            const std::size_t at = static_cast<std::size_t>(row * 2 * n + gate_col);
+            const double gate = load_element(pre, at, pre_dtype);
+            const double up = load_element(pre, at + 32, pre_dtype);
+            const double grad = r.c_value(i, col);
+            const GluDerivatives d = glu_derivatives_reference(params, gate, up);
+            store_element(out.d_pre.d.data(), i * static_cast<std::size_t>(2 * n) + static_cast<std::size_t>(gate_col),
+                          problem.d_dtype, static_cast<float>(grad * prob * d.d_gate));
+            store_element(out.d_pre.d.data(),
+                          i * static_cast<std::size_t>(2 * n) + static_cast<std::size_t>(gate_col + 32), problem.d_dtype,
+                          static_cast<float>(grad * prob * d.d_up));
+            d_prob += grad * d.act;
+        }
+        out.d_prob[i] = d_prob;
+    }
+    return out;
+}
+
 }  // namespace ggemm_test

@@ -51,4 +51,17 @@ struct GluResult {
 GluResult compute_glu_reference(const Problem& problem, const GluParams& params,
                                 const std::vector<int64_t>* rows = nullptr);
 
+// The reference of dGLU (include/ggemm.h): problem is the input-gradient GEMM (A the upstream
+// gradient, n = N the activation's width), pre the saved M x 2N pre-activation of pre_dtype.
+//   R      = acc * alpha[g]   (the grouped GEMM's reference with prob = 1, fp32)
+//   d_pre  = R * prob * d act / d gate (gate columns), R * prob * d act / d up (up columns)
+//   d_prob = sum over R's columns of R * act
+// in double from R, prob and the saved values; d_pre rounded to problem.d_dtype (in .d).
+struct DgluResult {
+    Result d_pre;                // n = 2N
+    std::vector<double> d_prob;  // one per row of d_pre.rows
+};
+DgluResult compute_dglu_reference(const Problem& problem, const GluParams& params, const void* pre, int32_t pre_dtype,
+                                  const std::vector<int64_t>* rows = nullptr);
+
 }  // namespace ggemm_test

@@ -86,7 +86,7 @@ def desc_for(key):
 
     key: (device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype, generate_c,
     scheduler, tile_m, tile_n, cluster_m, sm_margin[, weight_layout[, activation, glu_scale,
-    glu_limit, glu_offset]]). Creating it asks the
+    glu_limit, glu_offset[, glu_backward, glu_pre_dtype]]]). Creating it asks the
     library for the workspace, which checks every field of the descriptor (no GPU needed):
     refusals of the descriptor's fields surface here, those that depend on the device at the
     first call."""

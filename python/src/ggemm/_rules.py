@@ -298,6 +298,23 @@ def check_output(dt, name, t, ops, dtype, addresses=True):
     check_placement(name, t, ops.device, DATA_ALIGNMENT, addresses)
 
 
+def check_glu_pre(dt, pre, ops, addresses=True):
+    """dGLU's saved pre-activation: an (M, 2N) row-major tensor of an output dtype (the forward's
+    C), on the operands' device; returns its GGEMM_DTYPE_*. N is the activation's width, a
+    multiple of 32."""
+    if ops.n % 32:
+        refuse("n", "N (the activation's width) a multiple of 32", f"N = {ops.n}")
+    if pre is None:
+        refuse("pre", "the saved (M, 2N) pre-activation", "None")
+    code = output_code(dt, "pre", pre.dtype)
+    m, n2 = ops.m, 2 * ops.n
+    if tuple(pre.shape) != (m, n2) or not _fits(pre.shape, pre.stride(), (n2, 1)):
+        refuse("pre", f"shape (M, 2N) = ({m}, {n2}) with strides (2N, 1)",
+               f"shape {tuple(pre.shape)} with strides {tuple(pre.stride())}")
+    check_placement("pre", pre, ops.device, DATA_ALIGNMENT, addresses)
+    return code
+
+
 def check_same_problem(plan, ops):
     """ops (one execute's inputs) fit the plan made from the sample tensors."""
     for field, label in (("n", "N"), ("k", "K"), ("num_experts", "L"), ("device", "device")):

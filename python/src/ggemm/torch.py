@@ -17,8 +17,8 @@ from . import _library as lib
 from . import _rules as rules
 from ._library import GgemmError
 
-__all__ = ["GroupedGemmResult", "grouped_gemm", "glu", "glu_interleave_rows", "GroupedGemm", "b_ptrs", "wgrad",
-           "GgemmError"]
+__all__ = ["GroupedGemmResult", "grouped_gemm", "glu", "dglu", "glu_interleave_rows", "GroupedGemm", "b_ptrs",
+           "wgrad", "GgemmError"]
 
 DTYPES = rules.Dtypes(torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64,
                       getattr(torch, "uint64", None))
@@ -313,6 +313,54 @@ def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, 
     return _glu_eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, settings, c_dtype,
                       d_dtype, generate_c, dynamic_sched, int(tile_n), int(sm_margin), check_status,
                       weight_layout)
+
+
+def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, activation="swiglu",
+         glu_scale=1.702, glu_limit=7.0, glu_offset=1.0, d_dtype=torch.bfloat16, dynamic_sched=False,
+         tile_n=0, sm_margin=0, check_status=False, weight_layout="n_major"):
+    """The fused GLU's backward with the next layer's input-gradient GEMM; returns (d_pre, d_prob).
+
+    dy (M, K) bf16 is the upstream gradient and b that layer's weights, by default as its forward
+    stores them (weight_layout="n_major": b (L, K, N)); N is the activation's width, a multiple
+    of 32. pre (M, 2N) is the forward's saved pre-activation (glu's c). With R = alpha[g] * dy @ B_g
+    (fp32): d_pre (M, 2N) of d_dtype = R * prob * d act / d (gate, up), interleaved as pre;
+    d_prob (M,) fp32 = sum over columns of R * act (0 for rows no expert computes). activation
+    and constants as the forward's. Bitwise reproducible (ordered sums, no atomics); SM90 only."""
+    settings = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
+    layout = rules.weight_layout_code(weight_layout)
+    ops = rules.check_operands(DTYPES, dy, padded_offsets, alpha, prob, b, b_ptrs, n, None,
+                               weight_layout=layout)
+    pre_code = rules.check_glu_pre(DTYPES, pre, ops)
+    d_code = rules.output_code(DTYPES, "d_dtype", d_dtype)
+    if _wants_grad(dy, alpha, prob, b, pre):
+        rules.refuse("dy, b, alpha, prob, pre", "tensors that do not require grad (dglu is itself "
+                     "a backward)", "a tensor that requires grad")
+    key = _plan_key(ops, lib.DTYPE_BF16, d_code, False, dynamic_sched, 0, tile_n, 0, sm_margin)
+    desc, _ = lib.desc_for(key + tuple(settings) + (1, pre_code))
+    status, workspace_bytes = desc.workspace_size(ops.m)  # grows with M
+    lib.check(status)
+    workspace = (torch.empty(workspace_bytes, dtype=torch.uint8, device=dy.device)
+                 if workspace_bytes else None)
+    d_pre = torch.empty((ops.m, 2 * ops.n), dtype=d_dtype, device=dy.device)
+    d_prob = torch.empty(ops.m, dtype=torch.float32, device=dy.device)
+    status_word = _StatusWord(dy.device) if check_status else None
+    switch = torch.cuda.current_device() != ops.device
+    if switch:
+        previous = torch.cuda.current_device()
+        torch.cuda.set_device(ops.device)
+    try:
+        status = desc.dglu(ops.m, dy.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(),
+                           alpha.data_ptr(), prob.data_ptr(), pre.data_ptr(), d_pre.data_ptr(),
+                           d_prob.data_ptr(), _ptr(workspace), workspace_bytes if workspace is not None else 0,
+                           _ptr(status_word.word) if status_word else 0, _stream(ops.device))
+    finally:
+        if switch:
+            torch.cuda.set_device(previous)
+    if status:
+        raise GgemmError(status)
+    if status_word:
+        status_word.raise_if_set()
+    return d_pre, d_prob
 
 
 def glu_interleave_rows(n):
