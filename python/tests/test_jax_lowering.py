@@ -135,3 +135,25 @@ def test_glu_shapes_and_refusals_while_tracing():
     with pytest.raises(ValueError, match=r"(?m)^glu_limit: expected a number > 0, got 0"):
         jax.eval_shape(lambda a, o, al, p, b: gj.glu(a, o, al, p, b=b, activation="geglu_clamped", glu_limit=0),
                        *COMMON, spec((L, N, K), jnp.bfloat16))
+
+
+def test_dglu_lowers_to_one_custom_call():
+    # N = 96 (the activation's width): dy (M, K), the next layer's N-major W (L, K, N), pre (M, 2N).
+    text = lower(lambda a, o, al, p, w, pre: gj.dglu(a, o, al, p, pre, b=w, activation="geglu_clamped",
+                                                     d_dtype=jnp.float32),
+                 *COMMON, spec((L, K, 96), jnp.bfloat16), spec((M, 192), jnp.bfloat16))
+    calls = custom_calls(text)
+    assert len(calls) == 1 and "@ggemm_dglu" in calls[0]
+    a = attrs(calls[0])
+    assert a["activation"] == "2" and a["weight_layout"] == "1" and a["glu_pre_dtype"] == "1" and a["d_dtype"] == "3"
+    # d_pre (M, 2N), d_prob (M,), and a workspace of 2 blocks of 64 columns x M fp32 partials.
+    assert f"-> (tensor<512x192xf32>, tensor<512xf32>, tensor<{2 * 512 * 4}xui8>)" in calls[0]
+
+
+def test_dglu_refusals_while_tracing():
+    with pytest.raises(ValueError, match=r"(?m)^pre: expected shape \(M, 2N\) = \(512, 192\), got shape \(512, 96\)$"):
+        jax.eval_shape(lambda a, o, al, p, w, pre: gj.dglu(a, o, al, p, pre, b=w),
+                       *COMMON, spec((L, K, 96), jnp.bfloat16), spec((M, 96), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"(?m)^n: expected N \(the activation's width\) a multiple of 32, got N = 72$"):
+        jax.eval_shape(lambda a, o, al, p, w, pre: gj.dglu(a, o, al, p, pre, b=w),
+                       *COMMON, spec((L, K, 72), jnp.bfloat16), spec((M, 144), jnp.bfloat16))

@@ -30,12 +30,14 @@ except ImportError as error:  # built without the XLA FFI headers
         "built): install jax, then reinstall with `pip install --no-build-isolation ./python`, "
         "or set GGEMM_XLA_FFI_INCLUDE_DIR to jax.ffi.include_dir() when building") from error
 
-__all__ = ["GroupedGemmResult", "grouped_gemm", "glu", "b_ptrs", "TARGET", "GLU_TARGET"]
+__all__ = ["GroupedGemmResult", "grouped_gemm", "glu", "dglu", "b_ptrs", "TARGET", "GLU_TARGET", "DGLU_TARGET"]
 
 TARGET = "ggemm_grouped_gemm"
 GLU_TARGET = "ggemm_glu"
+DGLU_TARGET = "ggemm_dglu"
 jax.ffi.register_ffi_target(TARGET, _ggemm_xla.handler(), platform="CUDA")
 jax.ffi.register_ffi_target(GLU_TARGET, _ggemm_xla.glu_handler(), platform="CUDA")
+jax.ffi.register_ffi_target(DGLU_TARGET, _ggemm_xla.dglu_handler(), platform="CUDA")
 
 _OUTPUT_CODES = {jnp.dtype(jnp.bfloat16): lib.DTYPE_BF16, jnp.dtype(jnp.float16): lib.DTYPE_FP16,
                  jnp.dtype(jnp.float32): lib.DTYPE_FP32}
@@ -216,6 +218,50 @@ def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, 
     if zero_tail:
         d, c = _zero_tail(padded_offsets, m, d, c, generate_c)
     return GroupedGemmResult(d, c if generate_c else None)
+
+
+def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, activation="swiglu",
+         glu_scale=1.702, glu_limit=7.0, glu_offset=1.0, d_dtype=jnp.bfloat16, dynamic_sched=False,
+         tile_n=0, sm_margin=0):
+    """The fused GLU's backward with the next layer's input-gradient GEMM; returns (d_pre, d_prob).
+
+    dy (M, K) bf16; b the next layer's weights as its forward stores them, N-major (L, K, N) (or
+    b_ptrs with n); N the activation's width, a multiple of 32; pre the forward's saved (M, 2N)
+    pre-activation. d_pre (M, 2N) of d_dtype and d_prob (M,) f32 as ggemm.torch.dglu describes
+    them (rows no expert computes: d_prob 0, d_pre unspecified). Lowers to "ggemm_dglu"."""
+    code, scale, limit, offset = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
+    if b is not None:
+        if b.ndim != 3:
+            _refuse("b", "shape (L, K, N) (N-major: the next layer's forward weights)", f"shape {tuple(b.shape)}")
+        # _operands reads (L, N, K): the same rules on the transposed shape.
+        b_view = jax.ShapeDtypeStruct((b.shape[0], b.shape[2], b.shape[1]), b.dtype)
+    else:
+        b_view = None
+    m, n, k, num_experts, weight_mode, _, _, _ = _operands(dy, padded_offsets, alpha, prob, b_view, b_ptrs, n, None)
+    weights = b if b is not None else b_ptrs
+    if n % 32:
+        _refuse("n", "N (the activation's width) a multiple of 32", f"N = {n}")
+    if pre is None:
+        _refuse("pre", "the saved (M, 2N) pre-activation", "None")
+    pre_code = _output_code("pre", pre.dtype)
+    _expect("pre", pre, (m, 2 * n), pre.dtype, "(M, 2N)")
+    d_code = _output_code("d_dtype", d_dtype)
+    scheduler = lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
+    key = (0, n, k, num_experts, weight_mode, lib.DTYPE_BF16, d_code, lib.DTYPE_NONE, False, scheduler, 0,
+           int(tile_n), 0, int(sm_margin), lib.WEIGHT_LAYOUT_N_MAJOR, code, scale, limit, offset, 1, pre_code)
+    desc = lib.desc_for(key)[0]
+    status, workspace = desc.workspace_size(m)  # grows with M
+    lib.check(status)
+    call = jax.ffi.ffi_call(DGLU_TARGET, (jax.ShapeDtypeStruct((m, 2 * n), d_dtype),
+                                          jax.ShapeDtypeStruct((m,), jnp.float32),
+                                          jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
+    d_pre, d_prob, _ = call(dy, weights, padded_offsets, alpha, prob, pre,
+                            weight_mode=np.int32(weight_mode), weight_layout=np.int32(lib.WEIGHT_LAYOUT_N_MAJOR),
+                            d_dtype=np.int32(d_code), scheduler=np.int32(scheduler), tile_n=np.int32(tile_n),
+                            sm_margin=np.int32(sm_margin), activation=np.int32(code),
+                            glu_scale=np.float32(scale), glu_limit=np.float32(limit),
+                            glu_offset=np.float32(offset), glu_pre_dtype=np.int32(pre_code))
+    return d_pre, d_prob
 
 
 def b_ptrs(weights):
