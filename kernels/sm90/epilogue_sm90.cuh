@@ -87,9 +87,11 @@ struct FragmentEpilogue {
     int32_t n_begin;      // the tile's first column
 };
 
-// Stores one output tensor of dtype T, holding the contract's kValue, from the accumulators.
+// Stores one output tensor of dtype T, holding the contract's kValue, from the accumulators, up
+// to column n_end (N; or the end of a piece, for the fused epilogues that serve every width).
 template <class T, EpilogueValue kValue, int kTileN>
-__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, const float (&acc)[kTileN / 2],
+                                             int32_t n_end) {
     constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
     constexpr int kGroups = kCols / 8;
     const int thread = threadIdx.x % 128;
@@ -101,7 +103,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
 #pragma unroll
     for (int slice = 0; slice < kTileN / kCols; ++slice) {
         const int32_t col0 = e.n_begin + slice * kCols;
-        if (col0 >= e.t.n) break;  // N tail: nothing left of the tile
+        if (col0 >= n_end) break;  // N tail: nothing left of the tile
         // The slice's bias columns first: the loads then overlap instead of each waiting in turn.
         float2 bias[kGroups];
 #pragma unroll
@@ -126,19 +128,25 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
         ptx::warp_sync();  // the warp's rows of the slice are staged
-        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, e.t.n, warp, lane);
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, n_end, e.t.n, warp, lane);
         ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }
 
 template <EpilogueValue kValue, int kTileN>
 __device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void* out, int32_t dtype,
-                                                const float (&acc)[kTileN / 2]) {
+                                                const float (&acc)[kTileN / 2], int32_t n_end) {
     switch (dtype) {
-        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, acc); break;
-        case kFP16: store_output<__half, kValue, kTileN>(e, out, acc); break;
-        default: store_output<float, kValue, kTileN>(e, out, acc); break;
+        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, acc, n_end); break;
+        case kFP16: store_output<__half, kValue, kTileN>(e, out, acc, n_end); break;
+        default: store_output<float, kValue, kTileN>(e, out, acc, n_end); break;
     }
+}
+
+// The pre-activation of two accumulators: fma(acc, alpha, bias) with bias, acc * alpha without.
+__device__ __forceinline__ float2 pre_activation_pair(bool bias, float alpha, float2 acc, float2 bias_pair) {
+    return bias ? contract_pair<EpilogueValue::kBiasedPreActivation>(alpha, acc, 0.f, bias_pair)
+                : contract_pair<EpilogueValue::kScaled>(alpha, acc, 0.f, bias_pair);
 }
 
 // D of a fused GLU (kernels/common/glu.h), from a tile kTileN pre-activation columns wide whose
@@ -147,8 +155,9 @@ __device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void*
 // its up column c + 32, four 8-column groups (16 accumulators) further on, so gate and up meet
 // in registers. Output slices are staged and copied as store_output's; the last slice of a
 // tile may be staged only in part (192-wide tiles, 64-wide pieces), and copy_slice stops there.
-template <class T, int32_t kActivation, bool kBias, int kTileN>
-__device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+template <class T, int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                 int32_t n_end) {
     static_assert(kTileN % (2 * kGluBlockColumns) == 0, "whole gate and up blocks");
     constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
     constexpr int kGroups = kCols / 8;
@@ -161,11 +170,13 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
     const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
     const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));
     const int32_t out_n = e.t.n / 2;
+    const int32_t out_end = n_end / 2;
     const int32_t out_begin = e.n_begin / 2;
+    const bool bias = e.t.bias != nullptr;
 #pragma unroll
     for (int slice = 0; slice < (kOutCols + kCols - 1) / kCols; ++slice) {
         const int32_t col0 = out_begin + slice * kCols;
-        if (col0 >= out_n) break;  // N tail: nothing left of the tile
+        if (col0 >= out_end) break;  // N tail, or the end of a piece
         constexpr int kLastGroups = (kOutCols % kCols == 0 ? kCols : kOutCols % kCols) / 8;
         const int groups = slice == kOutCols / kCols ? kLastGroups : kGroups;
 #pragma unroll
@@ -176,20 +187,19 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
             const int gate = out_group / kGroupsPerHalf * 2 * kGroupsPerHalf + out_group % kGroupsPerHalf;
             const int up = gate + kGroupsPerHalf;
             float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
-            if constexpr (kBias) {
+            if (bias) {
                 const uint2 g = ptx::ld_shared_v2_b32(e.bias_addr + (gate * 8 + 2 * (lane % 4)) * 4);
                 const uint2 u = ptx::ld_shared_v2_b32(e.bias_addr + (up * 8 + 2 * (lane % 4)) * 4);
                 gate_bias = make_float2(__uint_as_float(g.x), __uint_as_float(g.y));
                 up_bias = make_float2(__uint_as_float(u.x), __uint_as_float(u.y));
             }
-            constexpr EpilogueValue kPre = kBias ? EpilogueValue::kBiasedPreActivation : EpilogueValue::kScaled;
             float2 out[2];
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // rows r and r + 8
-                const float2 g = contract_pair<kPre>(
-                    e.t.alpha, make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]), 0.f, gate_bias);
-                const float2 u = contract_pair<kPre>(
-                    e.t.alpha, make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]), 0.f, up_bias);
+                const float2 g = pre_activation_pair(
+                    bias, e.t.alpha, make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]), gate_bias);
+                const float2 u = pre_activation_pair(
+                    bias, e.t.alpha, make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]), up_bias);
                 const float prob = half == 0 ? e.prob.x : e.prob.y;
                 out[half] = make_float2(__fmul_rn(prob, glu_activation<kActivation>(g.x, u.x, e.t.glu)),
                                         __fmul_rn(prob, glu_activation<kActivation>(g.y, u.y, e.t.glu)));
@@ -201,39 +211,37 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
         }
         ptx::warp_sync();  // the warp's rows of the slice are staged
         const int32_t staged_end = col0 + groups * 8;
-        copy_slice<T>(e.slice_addr, e.t.d, e.row_begin, col0, staged_end < out_n ? staged_end : out_n, out_n, warp,
-                      lane);
+        copy_slice<T>(e.slice_addr, e.t.d, e.row_begin, col0, staged_end < out_end ? staged_end : out_end, out_n,
+                      warp, lane);
         ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }
 
-template <int32_t kActivation, bool kBias, int kTileN>
-__device__ __forceinline__ void store_glu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+template <int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_glu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                    int32_t n_end) {
     switch (e.t.d_dtype) {
-        case kBF16: store_glu_output<__nv_bfloat16, kActivation, kBias, kTileN>(e, acc); break;
-        case kFP16: store_glu_output<__half, kActivation, kBias, kTileN>(e, acc); break;
-        default: store_glu_output<float, kActivation, kBias, kTileN>(e, acc); break;
+        case kBF16: store_glu_output<__nv_bfloat16, kActivation, kTileN>(e, acc, n_end); break;
+        case kFP16: store_glu_output<__half, kActivation, kTileN>(e, acc, n_end); break;
+        default: store_glu_output<float, kActivation, kTileN>(e, acc, n_end); break;
     }
 }
 
-// A fused GLU's epilogue: the pre-activation C (when generated), then D.
+// A fused GLU's epilogue: the pre-activation C (when generated), then D, up to column n_end.
 template <int kTileN>
-__device__ __forceinline__ void store_glu_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
-    const bool swiglu = e.t.activation == kActivationSwiglu;
-    if (e.t.bias != nullptr) {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiasedPreActivation, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        if (swiglu) {
-            store_glu_output_as<kActivationSwiglu, true, kTileN>(e, acc);
+__device__ __forceinline__ void store_glu_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                               int32_t n_end) {
+    if (e.t.c != nullptr) {
+        if (e.t.bias != nullptr) {
+            store_output_as<EpilogueValue::kBiasedPreActivation, kTileN>(e, e.t.c, e.t.c_dtype, acc, n_end);
         } else {
-            store_glu_output_as<kActivationClampedGeglu, true, kTileN>(e, acc);
+            store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc, n_end);
         }
+    }
+    if (e.t.activation == kActivationSwiglu) {
+        store_glu_output_as<kActivationSwiglu, kTileN>(e, acc, n_end);
     } else {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        if (swiglu) {
-            store_glu_output_as<kActivationSwiglu, false, kTileN>(e, acc);
-        } else {
-            store_glu_output_as<kActivationClampedGeglu, false, kTileN>(e, acc);
-        }
+        store_glu_output_as<kActivationClampedGeglu, kTileN>(e, acc, n_end);
     }
 }
 
@@ -261,7 +269,8 @@ __device__ __forceinline__ float2 load_pre_pair(const void* pre, int32_t dtype, 
 // only on the block, never on the tile width, the piece or the scheduler; a second kernel adds
 // the blocks in order (kernels/common/glu_reduce.cuh).
 template <class T, int32_t kActivation, int kTileN>
-__device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                  int32_t n_end) {
     constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
     constexpr int kSlicesPerBlock = 2 * kGluBlockColumns / kCols;  // 1 (16-bit) or 2 (fp32)
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;           // R groups of a 32-column block
@@ -278,7 +287,7 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.n_begin + block * kGluBlockColumns;
-        if (r_col0 >= e.t.n) break;  // R's tail: N is a multiple of 32, so blocks are whole
+        if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
 #pragma unroll
         for (int part = 0; part < kSlicesPerBlock; ++part) {
             const int32_t col0 = 2 * r_col0 + part * kCols;  // the slice's first column of d_pre
@@ -321,7 +330,7 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
             ptx::warp_sync();  // and read: the warp may write its rows of the next slice
         }
         // A 64-column block of R ends here (or R does): the row's partial sum of d_prob.
-        const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= e.t.n;
+        const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
         if (block_ends) {
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
@@ -339,11 +348,28 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
 }
 
 template <int32_t kActivation, int kTileN>
-__device__ __forceinline__ void store_dglu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_dglu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                     int32_t n_end) {
     switch (e.t.d_dtype) {
-        case kBF16: store_dglu_output<__nv_bfloat16, kActivation, kTileN>(e, acc); break;
-        case kFP16: store_dglu_output<__half, kActivation, kTileN>(e, acc); break;
-        default: store_dglu_output<float, kActivation, kTileN>(e, acc); break;
+        case kBF16: store_dglu_output<__nv_bfloat16, kActivation, kTileN>(e, acc, n_end); break;
+        case kFP16: store_dglu_output<__half, kActivation, kTileN>(e, acc, n_end); break;
+        default: store_dglu_output<float, kActivation, kTileN>(e, acc, n_end); break;
+    }
+}
+
+// The fused epilogues (GLU forward, dGLU), instantiated once per kernel at its full tile width
+// and bounded at run time by the piece's width: the accumulators past it are the previous tile's
+// and are never stored. One copy of this code per kernel, not one per piece width.
+template <int kTileN>
+__device__ __forceinline__ void store_fused_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                 int32_t width) {
+    const int32_t n_end = e.n_begin + width < e.t.n ? e.n_begin + width : e.t.n;
+    if (!e.t.glu_backward) {
+        store_glu_tile<kTileN>(e, acc, n_end);
+    } else if (e.t.activation == kActivationSwiglu) {
+        store_dglu_output_as<kActivationSwiglu, kTileN>(e, acc, n_end);
+    } else {
+        store_dglu_output_as<kActivationClampedGeglu, kTileN>(e, acc, n_end);
     }
 }
 
@@ -351,24 +377,13 @@ __device__ __forceinline__ void store_dglu_output_as(const FragmentEpilogue& e, 
 // after begin_epilogue.
 template <int kTileN>
 __device__ __forceinline__ void store_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
-    if (e.t.activation != kActivationNone) {
-        if (e.t.glu_backward) {
-            if (e.t.activation == kActivationSwiglu) {
-                store_dglu_output_as<kActivationSwiglu, kTileN>(e, acc);
-            } else {
-                store_dglu_output_as<kActivationClampedGeglu, kTileN>(e, acc);
-            }
-        } else {
-            store_glu_tile<kTileN>(e, acc);
-        }
-        return;
-    }
+    const int32_t n = e.t.n;
     if (e.t.bias != nullptr) {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc, n);
+        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc, n);
     } else {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc, n);
+        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, acc, n);
     }
 }
 

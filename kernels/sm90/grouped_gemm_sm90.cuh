@@ -250,6 +250,12 @@ struct WarpStoreOutput {
         begin_epilogue(epilogue, bias_pair);
         store_tile<kWidth>(epilogue, acc);
     }
+    // The fused GLU's epilogues, over the whole tile's accumulators up to `width` columns.
+    template <int kTileN>
+    __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t width) const {
+        begin_epilogue(epilogue, bias_pair);
+        store_fused_tile<kTileN>(epilogue, acc, width);
+    }
 };
 
 // One warpgroup's output of a tile through TMA stores (tma_store_epilogue_sm90.cuh).
@@ -296,13 +302,19 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
 }
 
 // The main loop and epilogue of a tile or piece kWidth columns wide, on the first kWidth / 2
-// accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix).
+// accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix). With a
+// fused GLU (warp stores only) the epilogue is the one instance at the full tile width, bounded by
+// the piece's width at run time, so its code exists once per kernel.
 template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
-                                         int lane, float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase) {
+                                         int lane, float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
+                                         bool fused) {
     static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
     main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
+    if constexpr (Cfg::kOutput == Output::kWarpStores) {
+        if (fused) return;  // compute() stores it
+    }
     output.template store<kWidth>(part);
 }
 
@@ -311,7 +323,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
                                         int warpgroup) {
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    float acc[Cfg::kTileN / 2];
+    // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
+    float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
@@ -326,16 +339,20 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         const auto output = make_output<Cfg>(s, args, d_map, tile, warpgroup, lane);
 
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).
+        const bool fused = args.activation != kActivationNone;
         if (tile.n_width == Cfg::kTileN) {
-            run_tile<Cfg, Cfg::kTileN>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, Cfg::kTileN>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
         } else if constexpr (Cfg::kTileN == 256) {
             if (tile.n_width == 128) {
-                run_tile<Cfg, 128>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, 128>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
             } else {
-                run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
             }
         } else {
-            run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
+        }
+        if constexpr (Cfg::kOutput == Output::kWarpStores) {
+            if (fused) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
         }
     }
 }
