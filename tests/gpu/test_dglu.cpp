@@ -31,9 +31,11 @@ struct DgluOutputs {
     uint32_t status = 0;
 };
 
-// Runs dGLU once on fresh poisoned outputs (d_prob past M too), through a plan.
+// Runs dGLU once on fresh poisoned outputs (d_prob past M too), through a plan; with `graph`, the
+// execute (its memset, GEMM and reduction) is captured into a CUDA graph and replayed twice, the
+// outputs poisoned again before the second replay.
 DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const std::vector<uint8_t>& pre,
-                     int32_t scheduler, const Stream& stream) {
+                     int32_t scheduler, const Stream& stream, bool graph = false) {
     const CaseConfig& config = host_case.config;
     const int64_t rows_allocated = host_case.m + CaseBuffers::kGuardRows;
     ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, scheduler);
@@ -72,7 +74,18 @@ DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const st
     args.workspace = workspace.get();
     args.workspace_size = workspace.bytes();
     args.device_status = status.as<uint32_t>();
-    CHECK_GGEMM(ggemm_execute(plan.get(), &args, stream.get()));
+    if (graph) {
+        Graph captured;
+        captured.begin_capture(stream.get());
+        CHECK_GGEMM(ggemm_execute(plan.get(), &args, stream.get()));
+        captured.end_capture(stream.get());
+        captured.launch(stream.get());
+        d_pre.fill(kPoisonByte, stream.get());
+        d_prob.fill(kPoisonByte, stream.get());
+        captured.launch(stream.get());
+    } else {
+        CHECK_GGEMM(ggemm_execute(plan.get(), &args, stream.get()));
+    }
     CHECK_LAUNCH();
     stream.synchronize();
     DgluOutputs out;
@@ -205,6 +218,22 @@ TEST_CASE("dglu: pieces of the last round (M = 4352, N = 1024: 136 tiles of 256 
     dglu.base.fixed_m = 4352;
     dglu.base.tile_n = 256;
     check_dglu_case(dglu);
+}
+
+TEST_CASE("dglu: a captured graph replays to the same bits as the eager call") {
+    DgluConfig dglu = dglu_config("dglu graph", GGEMM_ACTIVATION_CLAMPED_GEGLU, 6, 288, 192, GGEMM_DTYPE_BF16,
+                                  GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9970);
+    const HostCase host_case = make_case(dglu.base);
+    std::vector<uint8_t> pre(static_cast<std::size_t>(host_case.m * 2 * dglu.base.n) * dtype_size(dglu.pre_dtype));
+    fill_uniform(pre.data(), pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f, 9971);
+    Stream stream;
+    for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+        const DgluOutputs eager = run_dglu(dglu, host_case, pre, scheduler, stream);
+        const DgluOutputs replayed = run_dglu(dglu, host_case, pre, scheduler, stream, true);
+        CHECK(replayed.d_pre == eager.d_pre);
+        CHECK(replayed.d_prob == eager.d_prob);
+        CHECK(replayed.status == 0);
+    }
 }
 
 TEST_CASE("sanitizer: dglu, small cases, both activations") {
