@@ -15,6 +15,7 @@ DTYPE_NONE, DTYPE_BF16, DTYPE_FP16, DTYPE_FP32 = 0, 1, 2, 3
 WEIGHTS_DENSE, WEIGHTS_DISCRETE = 0, 1
 SCHEDULER_STATIC, SCHEDULER_DYNAMIC = 0, 1
 SCHEDULERS = {"static": SCHEDULER_STATIC, "dynamic": SCHEDULER_DYNAMIC}
+ACTIVATION_NONE, ACTIVATION_SWIGLU, ACTIVATION_CLAMPED_GEGLU = 0, 1, 2
 
 PLAN_DESC_MIN_SIZE = 60
 ARGS_MIN_SIZE = 104
@@ -44,6 +45,12 @@ class PlanDesc(C.Structure):
         ("reserved1", C.c_int32),
         ("split_k", C.c_int32),
         ("reserved2", C.c_int32),
+        ("activation", C.c_int32),
+        ("glu_scale", C.c_float),
+        ("glu_limit", C.c_float),
+        ("glu_offset", C.c_float),
+        ("glu_backward", C.c_int32),
+        ("glu_pre_dtype", C.c_int32),
     ]
 
 
@@ -65,15 +72,17 @@ class Args(C.Structure):
         ("workspace_size", C.c_uint64),
         ("device_status", C.c_void_p),  # optional: beyond ARGS_MIN_SIZE
         ("valid_rows", C.c_void_p),  # optional: per-expert valid-row counts (int32, device)
+        ("glu_pre", C.c_void_p),
+        ("d_prob", C.c_void_p),
     ]
 
 
 # The mirror must match the C layout (x86-64 and aarch64 Linux ABIs alike).
 assert PlanDesc.scheduler.offset + 4 == PLAN_DESC_MIN_SIZE
-assert C.sizeof(PlanDesc) == 96
+assert C.sizeof(PlanDesc) == 120
 assert Args.device_status.offset == ARGS_MIN_SIZE
 assert Args.valid_rows.offset == 112
-assert C.sizeof(Args) == 120
+assert C.sizeof(Args) == 136
 
 
 class GgemmError(RuntimeError):

@@ -143,7 +143,58 @@ typedef struct ggemm_plan_desc {
     /* Split-K, for calls too small to fill the GPU (docs/API.md, "Small calls"). */
     int32_t split_k;         /* 0 = choose; 1 = never split K; 2..8 = split K that many ways */
     int32_t reserved2;       /* must be 0 */
+    /* Fused gated activation (GLU) of the output: see "Fused GLU forward" below. */
+    int32_t activation;      /* GGEMM_ACTIVATION_* (default NONE) */
+    float glu_scale;         /* clamped GeGLU's s (default 1.702) */
+    float glu_limit;         /* clamped GeGLU's limit (default 7), > 0 */
+    float glu_offset;        /* clamped GeGLU's offset (default 1) */
+    int32_t glu_backward;    /* 0: the forward (default); 1: its backward, dGLU (see below) */
+    int32_t glu_pre_dtype;   /* dGLU: dtype of the saved pre-activation args->glu_pre (default BF16) */
 } ggemm_plan_desc;
+
+/* ---------------------------------------------------------------------------------------------
+ * Fused GLU forward (desc->activation other than NONE; SM90 only). N is the pre-activation width
+ * and must be a multiple of 64. Its columns come in 64-column blocks, each a 32-column gate block
+ * followed by a 32-column up block: for j = 0 .. N/64 - 1, with
+ *
+ *   pre    = acc * alpha[g]  (+ bias[g][n])                fp32; the bias is not scaled by prob
+ *   gate_j = pre[:, 64j .. 64j+31],  up_j = pre[:, 64j+32 .. 64j+63]
+ *   D[:, 32j .. 32j+31] = cvt(prob[r] * act(gate_j, up_j))  D is M x N/2, d_dtype
+ *   C = cvt(pre)                                            M x N, c_dtype, when generate_c
+ *
+ *   GGEMM_ACTIVATION_SWIGLU:        act = silu(gate) * up = gate * sigmoid(gate) * up
+ *   GGEMM_ACTIVATION_CLAMPED_GEGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+ *                                   act = (u + offset) * g * sigmoid(s * g)
+ *
+ * (s, limit, offset) = (glu_scale, glu_limit, glu_offset); ggemm_plan_desc_init writes the
+ * defaults (1.702, 7, 1), and an older, smaller struct without these fields gets them too.
+ * Weights stored as [gate | up] halves (rows 0 .. N/2-1 the gate, N/2 .. N-1 the up projection)
+ * take the interleaved order by one row permutation: ggemm_glu_interleave_rows.
+ * ------------------------------------------------------------------------------------------- */
+#define GGEMM_ACTIVATION_NONE          0 /* D = the GEMM's output, M x N (the default) */
+#define GGEMM_ACTIVATION_SWIGLU        1
+#define GGEMM_ACTIVATION_CLAMPED_GEGLU 2
+
+/* dGLU (desc->glu_backward = 1, with the forward's activation and constants; SM90 only): the
+ * backward of the fused forward, fused with the input-gradient GEMM of the layer after it. Here
+ * N is the activation's width (the forward's N/2), a multiple of 32, and A is the upstream
+ * gradient (M x K), B_g that layer's weights (either weight layout). For row r of expert g:
+ *
+ *   R      = acc * alpha[g]                    fp32, M x N: the gradient of the forward's D
+ *   gate, up = the saved pre-activation args->glu_pre (M x 2N, glu_pre_dtype, the forward's C)
+ *              at columns 64j + i and 64j + 32 + i, for R's column 32j + i
+ *   d_pre[r, 64j + i]      = cvt(R * prob[r] * d act / d gate)      args->d: M x 2N, d_dtype,
+ *   d_pre[r, 64j + 32 + i] = cvt(R * prob[r] * d act / d up)        interleaved as the forward
+ *   d_prob[r] = sum over R's columns of R * act(gate, up)           args->d_prob: M fp32
+ *
+ * The derivatives are those of the forward's act as written (docs/API.md). d_prob is summed in a
+ * fixed order (per-tile partials in the workspace, then an ordered reduction): bitwise
+ * reproducible, and the same for both schedulers; rows no expert computes get d_prob = 0. No
+ * bias and no C (generate_c = 0). The workspace grows with M: ggemm_workspace_size and
+ * ggemm_plan_workspace_size give it for m_capacity. */
+
+/* The pre-activation columns form blocks of this many: a gate block, then an up block. */
+#define GGEMM_GLU_BLOCK_COLUMNS 32
 
 /* Bytes of the smallest ggemm_plan_desc accepted (up to and including `scheduler`). */
 #define GGEMM_PLAN_DESC_MIN_SIZE 60u
@@ -151,6 +202,13 @@ typedef struct ggemm_plan_desc {
 /* Zeroes the first struct_size bytes of *desc, then writes struct_size and the defaults of
  * the fields that fit. Pass sizeof(ggemm_plan_desc). */
 GGEMM_API ggemm_status_t ggemm_plan_desc_init(ggemm_plan_desc* desc, uint32_t struct_size);
+
+/* The row permutation that takes weights stored as [gate | up] halves to the interleaved GLU
+ * order: row i of the interleaved B_g is row source_rows[i] of the halves B_g (K-major: rows of
+ * N x K; N-major: columns of K x N), for i in [0, n). n: the pre-activation width, a positive
+ * multiple of 64. Pure host code: needs no GPU. The same permutation reorders a [gate | up]
+ * bias. */
+GGEMM_API ggemm_status_t ggemm_glu_interleave_rows(int64_t n, int64_t* source_rows);
 
 /* ---------------------------------------------------------------------------------------------
  * Per-call arguments. Size-first like the descriptor. All pointers are device pointers of the
@@ -168,11 +226,13 @@ typedef struct ggemm_args {
     const float* prob;             /* M fp32 */
     const void* bias;              /* L x N, the plan's bias dtype; NULL iff the plan has no bias */
     void* c;                       /* M x N, c_dtype; may be NULL when generate_c is 0 */
-    void* d;                       /* M x N, d_dtype */
+    void* d;                       /* M x N, d_dtype (M x N/2 with an activation) */
     void* workspace;               /* ggemm_plan_workspace_size bytes, 128-byte aligned; may be NULL if 0 */
     uint64_t workspace_size;       /* bytes available at workspace */
     uint32_t* device_status;       /* optional: GGEMM_DEVICE_STATUS_* bits of this call, written in-stream */
     const int32_t* valid_rows;     /* optional: L int32 valid rows per expert (see below); NULL = every row */
+    const void* glu_pre;           /* dGLU: the saved M x 2N pre-activation, glu_pre_dtype; else ignored */
+    float* d_prob;                 /* dGLU: M fp32, written for every row; else ignored */
 } ggemm_args;
 
 #define GGEMM_ARGS_MIN_SIZE 104u /* device_status and valid_rows are optional */

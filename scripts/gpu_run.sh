@@ -6,11 +6,12 @@
 # does). A short table is printed LAST; full logs go to $OUT.
 #
 # usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady python
-#                                                       backward wgrad
+#                                                       backward wgrad glu
 #         STAGES="build bench peers" scripts/gpu_run.sh
 #   (default: the first seven, in that order; `python` builds its own copy of the library;
 #   `backward` times dgrad with N-major weights against its peers, bench/backward.py; `wgrad`
-#   the weight gradient against its peers, bench/wgrad.py)
+#   the weight gradient against its peers, bench/wgrad.py; `glu` the fused GLU forward against
+#   its unfused paths on the fc1 cases, bench/glu.py)
 #
 # environment:
 #   OUT               results folder (default ./out, which git ignores)
@@ -25,11 +26,12 @@
 #   STEADY_ARGS       steady_clock.py arguments besides --lib/--out (default: none)
 #   BACKWARD_ARGS     backward.py arguments besides --lib/--out (default: none)
 #   WGRAD_ARGS        wgrad.py arguments besides --lib/--out (default: none)
+#   GLU_ARGS          glu.py arguments besides --lib/--out (default: none)
 #   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck synccheck initcheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
-# $OUT keeps at most 9 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
-# peers.md, peers.png, steady.json, backward.json, wgrad.json, and while a stage runs its own log(s), which move into
+# $OUT keeps at most 10 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
+# peers.md, peers.png, steady.json, backward.json, wgrad.json, glu.json, and while a stage runs its own log(s), which move into
 # logs.tar when it ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
 #
 # This script only reads the GPU's state (nvidia-smi -L / --query-gpu); it never changes clocks,
@@ -42,7 +44,7 @@ mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${GGEMM_DEADLINE_S:-570}))
-ALL_STAGES="build test sanitize bench peers steady python backward wgrad"
+ALL_STAGES="build test sanitize bench peers steady python backward wgrad glu"
 DEFAULT_STAGES="build test sanitize bench peers steady python"
 if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$DEFAULT_STAGES}; fi
 for stage in $STAGE_LIST; do
@@ -53,7 +55,7 @@ for stage in $STAGE_LIST; do
 done
 
 declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120 [python]=480
-                        [backward]=300 [wgrad]=300)
+                        [backward]=300 [wgrad]=300 [glu]=300)
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
@@ -262,6 +264,16 @@ stage_wgrad() {
   SHOW_LINES=30 run_logged wgrad.log env PYTHONUNBUFFERED=1 python3 bench/wgrad.py --lib "$lib" --out "$OUT" $WGRAD_ARGS
   local rc=$?
   NOTE=$(grep -E "^geomean|^FAILED" "$OUT/wgrad.log" | tr '\n' ' ')
+  return "$rc"
+}
+
+stage_glu() {
+  local lib="$BUILD_DIR/libggemm.so"
+  built "$lib" || return 1
+  # shellcheck disable=SC2086  # GLU_ARGS is a list of arguments
+  SHOW_LINES=12 run_logged glu.log env PYTHONUNBUFFERED=1 python3 bench/glu.py --lib "$lib" --out "$OUT" ${GLU_ARGS:-}
+  local rc=$?
+  NOTE=$(grep -E "^geomean|^FAILED" "$OUT/glu.log" | tr '\n' ' ')
   return "$rc"
 }
 

@@ -47,4 +47,12 @@ static_assert(GGEMM_WGRAD_OUTPUT_DENSE == kWgradOutputDense,
 static_assert(GGEMM_WGRAD_OUTPUT_POINTERS == kWgradOutputPointers,
               "GGEMM_WGRAD_OUTPUT_POINTERS must equal ggemm::kWgradOutputPointers");
 
+static_assert(GGEMM_ACTIVATION_NONE == kActivationNone, "GGEMM_ACTIVATION_NONE must equal ggemm::kActivationNone");
+static_assert(GGEMM_ACTIVATION_SWIGLU == kActivationSwiglu,
+              "GGEMM_ACTIVATION_SWIGLU must equal ggemm::kActivationSwiglu");
+static_assert(GGEMM_ACTIVATION_CLAMPED_GEGLU == kActivationClampedGeglu,
+              "GGEMM_ACTIVATION_CLAMPED_GEGLU must equal ggemm::kActivationClampedGeglu");
+static_assert(GGEMM_GLU_BLOCK_COLUMNS == kGluBlockColumns,
+              "GGEMM_GLU_BLOCK_COLUMNS must equal ggemm::kGluBlockColumns");
+
 }  // namespace ggemm

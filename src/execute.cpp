@@ -134,6 +134,16 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     kernel.generate_c = desc.generate_c;
     kernel.scheduler = desc.scheduler;
     kernel.weight_mode = desc.weight_mode;
+    kernel.activation = desc.activation;
+    kernel.glu = {desc.glu_scale, desc.glu_limit, desc.glu_offset};
+    if (desc.glu_backward) {
+        kernel.glu_backward = 1;
+        kernel.glu_pre_dtype = desc.glu_pre_dtype;
+        kernel.glu_pre = args.glu_pre;
+        kernel.d_prob = args.d_prob;
+        kernel.d_prob_partials = reinterpret_cast<float*>(
+            workspace + workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts));
+    }
     // Tiles if every expert's offsets are usable and every row valid (skipped experts and tiles
     // past a valid-row count only shorten the last round; the split stays correct, see
     // kernels/common/tail_split.h), dealt to the grid's clusters (a cluster computes one tile of
@@ -223,6 +233,17 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     if (cleared > 0) {
         status = clear_counters(args.workspace, cleared, stream);
         if (status != GGEMM_SUCCESS) return status;
+    }
+    // dGLU: the partial sums of d_prob start at zero in every launch, so a row no expert
+    // computes sums to 0.
+    if (desc.glu_backward) {
+        const cudaError_t error =
+            cudaMemsetAsync(params.args.d_prob_partials, 0, glu_partials_bytes(desc.n, args.m), stream);
+        if (error != cudaSuccess) {
+            cudaGetLastError();
+            return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(d_prob partials in args->workspace) failed: %s (%s)",
+                        cudaGetErrorName(error), cudaGetErrorString(error));
+        }
     }
     return launch_status(plan.variant.launch(params, stream), plan.variant.name, plan.grid);
 }

@@ -14,7 +14,8 @@ namespace {
 std::vector<int32_t> split_choices(const ggemm_plan_desc& desc, const KernelVariant& variant) {
     if (desc.split_k >= 1) return {desc.split_k};
     std::vector<int32_t> choices = {1};
-    if (desc.m_capacity > kSplitRowLimit) return choices;
+    // The fused GLU and dGLU epilogues need whole sums of K.
+    if (desc.m_capacity > kSplitRowLimit || desc.activation != GGEMM_ACTIVATION_NONE) return choices;
     const int64_t k_blocks = (desc.k + kSplitBlockK - 1) / kSplitBlockK;
     for (int32_t s = 2; s <= variant.max_split_k && s <= k_blocks; ++s) choices.push_back(s);
     return choices;

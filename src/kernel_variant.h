@@ -55,6 +55,8 @@ struct KernelVariant {
     bool dynamic_scheduler = true;
     // The most splits of K the kernel can reduce (kernels/common/split_k.h); 1: it cannot split.
     int32_t max_split_k = 1;
+    // Whether its math warps' epilogue fuses the GLU forward and dGLU (desc->activation).
+    bool fused_glu = true;
 };
 
 }  // namespace ggemm

@@ -70,6 +70,18 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "stores D with TMA, which serves a bf16 D without C only");
         return reason;
     }
+    if (variant.d_box_rows > 0 && desc.activation != GGEMM_ACTIVATION_NONE) {
+        std::snprintf(reason, size, "stores D with TMA, which serves no activation (desc->activation = %s)",
+                      activation_name(desc.activation));
+        return reason;
+    }
+    if (!variant.fused_glu && desc.activation != GGEMM_ACTIVATION_NONE) {
+        std::snprintf(reason, size,
+                      "fuses no GLU epilogue (its registers hold the 128 accumulators of a 256-wide tile), "
+                      "desc->activation = %s",
+                      activation_name(desc.activation));
+        return reason;
+    }
     if (desc.num_experts > variant.max_experts) {
         std::snprintf(reason, size, "holds the offsets of at most %d experts, L = %d", variant.max_experts,
                       desc.num_experts);
@@ -123,6 +135,27 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
                                                               : "each B_g is N x K, K contiguous",
             dtype_name(desc.c_dtype), desc.generate_c ? " (written)" : " (not written)",
             dtype_name(desc.d_dtype), dtype_name(desc.bias_dtype));
+    if (desc.activation == GGEMM_ACTIVATION_NONE) {
+        appendf(&text, "activation: none (D is M x N)\n");
+    } else if (desc.glu_backward) {
+        appendf(&text,
+                "activation: %s backward (dGLU) fused in the epilogue: R = alpha * A @ B_g^T is M x %lld; d_pre "
+                "(D, M x %lld) from the saved %s pre-activation; d_prob (M, fp32) from per-tile partials in the "
+                "workspace and an ordered reduction\n",
+                activation_name(desc.activation), static_cast<long long>(desc.n),
+                static_cast<long long>(2 * desc.n), dtype_name(desc.glu_pre_dtype));
+    } else {
+        appendf(&text,
+                "activation: %s fused in the epilogue: D = prob * act(gate, up) is M x %lld from blocks of 32 gate "
+                "and 32 up columns; C%s is the M x N pre-activation\n",
+                activation_name(desc.activation), static_cast<long long>(desc.n / 2),
+                desc.generate_c ? "" : " (not written)");
+    }
+    if (desc.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU) {
+        appendf(&text, "activation constants: s = %.9g, limit = %.9g, offset = %.9g\n",
+                static_cast<double>(desc.glu_scale), static_cast<double>(desc.glu_limit),
+                static_cast<double>(desc.glu_offset));
+    }
     appendf(&text, "kernel: %s: tile %d x %d, block_k %d, %d stages, cluster %d along M, %d threads, %d B shared memory, "
             "reads %s B\n",
             variant.name, variant.tile_m, variant.tile_n, variant.block_k, variant.stages,
@@ -212,8 +245,8 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
     plan->grid = fill.chosen->score.grid;
     plan->k_splits = fill.splits;
     plan->split_rows = fill.splits > 1 ? split_rows(desc.m_capacity) : 0;
-    plan->workspace_bytes = forward_workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts, plan->k_splits,
-                                                    plan->split_rows, desc.n);
+    plan->workspace_bytes = call_workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts, plan->k_splits,
+                                                 plan->split_rows, desc.glu_backward, desc.n, desc.m_capacity);
     plan->description = describe_plan(*plan, candidates, fill, excluded, kernel_prefix);
     plan->serial = next_plan_serial();
     return GGEMM_SUCCESS;

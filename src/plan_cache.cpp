@@ -2,6 +2,7 @@
 #include "src/plan_cache.h"
 
 #include <atomic>
+#include <cstring>
 #include <list>
 #include <map>
 #include <mutex>
@@ -59,10 +60,18 @@ ggemm_status_t read_one_shot_desc(const ggemm_plan_desc* user, ggemm_plan_desc* 
 }  // namespace
 
 PlanCacheKey plan_cache_key(const ggemm_plan_desc& desc) noexcept {
+    const bool constants = desc.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU;
+    const auto bits = [constants](float value) {
+        uint32_t word = 0;
+        if (constants) std::memcpy(&word, &value, sizeof word);
+        return word;
+    };
     return PlanCacheKey{desc.device,     desc.n,          desc.k,           desc.num_experts,
                         desc.weight_mode, desc.c_dtype,   desc.d_dtype,     desc.bias_dtype,
                         desc.generate_c, desc.scheduler, desc.tile_m,      desc.tile_n,
-                        desc.cluster_m,  desc.sm_margin, desc.weight_layout, desc.split_k};
+                        desc.cluster_m,  desc.sm_margin, desc.weight_layout, desc.split_k, desc.activation,
+                        bits(desc.glu_scale), bits(desc.glu_limit), bits(desc.glu_offset),
+                        desc.glu_backward, desc.glu_backward ? desc.glu_pre_dtype : 0};
 }
 
 PlanFactory set_plan_factory(PlanFactory factory) noexcept { return g_factory.exchange(factory); }
@@ -158,9 +167,11 @@ GGEMM_API ggemm_status_t ggemm_workspace_size(const ggemm_plan_desc* desc, uint6
         ggemm_plan_desc checked;
         const ggemm_status_t status = ggemm::read_one_shot_desc(desc, &checked);
         if (status != GGEMM_SUCCESS) return status;
-        // The cached plan is created with the largest capacity (cached_plan): sized for that.
-        *bytes = ggemm::forward_workspace_bytes(checked.weight_mode, checked.scheduler, checked.num_experts,
-                                                checked.split_k, ggemm::split_rows(ggemm::kMaxMCapacity), checked.n);
+        // The cached plan is created with the largest capacity (cached_plan): sized for that, but
+        // dGLU's partials for this descriptor's capacity (a call is checked against its own M).
+        *bytes = ggemm::call_workspace_bytes(checked.weight_mode, checked.scheduler, checked.num_experts,
+                                             checked.split_k, ggemm::split_rows(ggemm::kMaxMCapacity),
+                                             checked.glu_backward, checked.n, checked.m_capacity);
         return GGEMM_SUCCESS;
     });
 }

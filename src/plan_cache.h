@@ -38,10 +38,20 @@ struct PlanCacheKey {
     int32_t sm_margin;
     int32_t weight_layout;
     int32_t split_k;
+    // The activation and, for the clamped GeGLU only, its constants' bits (other activations
+    // ignore them, so they do not split the cache).
+    int32_t activation;
+    uint32_t glu_scale_bits;
+    uint32_t glu_limit_bits;
+    uint32_t glu_offset_bits;
+    int32_t glu_backward;
+    int32_t glu_pre_dtype;  // dGLU only (0 otherwise)
 
     auto fields() const {
         return std::tie(device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype,
-                        generate_c, scheduler, tile_m, tile_n, cluster_m, sm_margin, weight_layout, split_k);
+                        generate_c, scheduler, tile_m, tile_n, cluster_m, sm_margin, weight_layout, split_k,
+                        activation, glu_scale_bits, glu_limit_bits, glu_offset_bits, glu_backward,
+                        glu_pre_dtype);
     }
     bool operator<(const PlanCacheKey& other) const { return fields() < other.fields(); }
     bool operator==(const PlanCacheKey& other) const { return fields() == other.fields(); }

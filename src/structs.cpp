@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/common/glu.h"
 #include "src/error.h"
 
 namespace ggemm {
@@ -45,8 +46,10 @@ constexpr uint32_t kPlanDescSizes[] = {
     offsetof(ggemm_plan_desc, tile_m), offsetof(ggemm_plan_desc, tile_n),
     offsetof(ggemm_plan_desc, cluster_m), offsetof(ggemm_plan_desc, sm_margin),
     offsetof(ggemm_plan_desc, reserved0), offsetof(ggemm_plan_desc, weight_layout),
-    offsetof(ggemm_plan_desc, split_k)};
-constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status), offsetof(ggemm_args, valid_rows)};
+    offsetof(ggemm_plan_desc, split_k), offsetof(ggemm_plan_desc, activation),
+    offsetof(ggemm_plan_desc, glu_backward)};
+constexpr uint32_t kArgsSizes[] = {offsetof(ggemm_args, device_status), offsetof(ggemm_args, valid_rows),
+                                   offsetof(ggemm_args, glu_pre)};
 // The wgrad structs have one version so far: no smaller size is an older one.
 constexpr uint32_t kWgradDescSizes[] = {sizeof(ggemm_wgrad_desc)};
 constexpr uint32_t kWgradArgsSizes[] = {sizeof(ggemm_wgrad_args)};
@@ -131,6 +134,12 @@ ggemm_status_t init_plan_desc(ggemm_plan_desc* desc, uint32_t struct_size) noexc
     desc->struct_size = struct_size;
     set_if_fits(desc, struct_size, &ggemm_plan_desc::c_dtype, int32_t{GGEMM_DTYPE_BF16});
     set_if_fits(desc, struct_size, &ggemm_plan_desc::d_dtype, int32_t{GGEMM_DTYPE_BF16});
+    // The clamped GeGLU's constants are not zero by default: a caller's struct that ends before
+    // them reads as the defaults (read_plan_desc starts from a full default struct).
+    set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_scale, kGluDefaults.scale);
+    set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_limit, kGluDefaults.limit);
+    set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_offset, kGluDefaults.offset);
+    set_if_fits(desc, struct_size, &ggemm_plan_desc::glu_pre_dtype, int32_t{GGEMM_DTYPE_BF16});
     return GGEMM_SUCCESS;
 }
 

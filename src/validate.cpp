@@ -1,6 +1,7 @@
 // Descriptor and argument refusals. Each names the argument, the value and the rule.
 #include "src/validate.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -15,6 +16,15 @@ const char* dtype_name(int32_t dtype) noexcept {
         case GGEMM_DTYPE_BF16: return "BF16";
         case GGEMM_DTYPE_FP16: return "FP16";
         case GGEMM_DTYPE_FP32: return "FP32";
+        default: return "unknown";
+    }
+}
+
+const char* activation_name(int32_t activation) noexcept {
+    switch (activation) {
+        case GGEMM_ACTIVATION_NONE: return "none";
+        case GGEMM_ACTIVATION_SWIGLU: return "SwiGLU";
+        case GGEMM_ACTIVATION_CLAMPED_GEGLU: return "clamped GeGLU";
         default: return "unknown";
     }
 }
@@ -224,6 +234,88 @@ ggemm_status_t check_residency(const PointerRule* rules, int count, const void* 
     return needed > 0 ? resident("workspace", workspace) : GGEMM_SUCCESS;
 }
 
+namespace {
+
+// The fused activation's rules: a known activation, whole 64-column gate/up blocks, and for
+// the clamped GeGLU finite constants with a positive limit. The constants of other activations
+// are ignored (a struct zeroed without ggemm_plan_desc_init stays valid without an activation).
+ggemm_status_t check_activation(const ggemm_plan_desc& desc) {
+    if (desc.activation != GGEMM_ACTIVATION_NONE && desc.activation != GGEMM_ACTIVATION_SWIGLU &&
+        desc.activation != GGEMM_ACTIVATION_CLAMPED_GEGLU) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->activation must be GGEMM_ACTIVATION_NONE (0), GGEMM_ACTIVATION_SWIGLU (1) or "
+                    "GGEMM_ACTIVATION_CLAMPED_GEGLU (2), got %d",
+                    desc.activation);
+    }
+    if (desc.glu_backward != 0 && desc.glu_backward != 1) {
+        return fail(GGEMM_ERROR_INVALID_VALUE, "desc->glu_backward must be 0 or 1, got %d", desc.glu_backward);
+    }
+    if (desc.activation != GGEMM_ACTIVATION_NONE && desc.split_k >= 2) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->split_k = %d with desc->activation = %s: the fused GLU and dGLU epilogues run on whole "
+                    "sums of K, never split; use split_k 0 or 1",
+                    desc.split_k, activation_name(desc.activation));
+    }
+    if (desc.activation == GGEMM_ACTIVATION_NONE) {
+        if (desc.glu_backward) {
+            return fail(GGEMM_ERROR_INVALID_VALUE,
+                        "desc->glu_backward = 1 needs the forward's activation: desc->activation is "
+                        "GGEMM_ACTIVATION_NONE");
+        }
+        return GGEMM_SUCCESS;
+    }
+    if (!desc.glu_backward && desc.n % (2 * GGEMM_GLU_BLOCK_COLUMNS) != 0) {
+        return fail(GGEMM_ERROR_INVALID_SHAPE,
+                    "desc->n = %lld must be a multiple of 64 with desc->activation = %s: the pre-activation "
+                    "columns come in blocks of %d gate and %d up columns",
+                    (ll)desc.n, activation_name(desc.activation), GGEMM_GLU_BLOCK_COLUMNS, GGEMM_GLU_BLOCK_COLUMNS);
+    }
+    if (desc.glu_backward) {
+        if (desc.n % GGEMM_GLU_BLOCK_COLUMNS != 0) {
+            return fail(GGEMM_ERROR_INVALID_SHAPE,
+                        "desc->n = %lld must be a multiple of %d with desc->glu_backward = 1: N is the "
+                        "activation's width, half the forward's N, whose blocks are %d gate and %d up columns",
+                        (ll)desc.n, GGEMM_GLU_BLOCK_COLUMNS, GGEMM_GLU_BLOCK_COLUMNS, GGEMM_GLU_BLOCK_COLUMNS);
+        }
+        if (desc.generate_c) {
+            return fail(GGEMM_ERROR_INVALID_VALUE,
+                        "desc->generate_c must be 0 with desc->glu_backward = 1 (dGLU writes d_pre to D and "
+                        "d_prob; it has no C), got 1");
+        }
+        if (desc.bias_dtype != GGEMM_DTYPE_NONE) {
+            return fail(GGEMM_ERROR_INVALID_VALUE,
+                        "desc->bias_dtype must be GGEMM_DTYPE_NONE with desc->glu_backward = 1 (the "
+                        "input-gradient GEMM has no bias), got %s",
+                        dtype_name(desc.bias_dtype));
+        }
+        if (!is_output_dtype(desc.glu_pre_dtype)) {
+            return fail(GGEMM_ERROR_INVALID_DTYPE,
+                        "desc->glu_pre_dtype must be GGEMM_DTYPE_BF16 (1), FP16 (2) or FP32 (3) (the saved "
+                        "pre-activation, the forward's c_dtype), got %d",
+                        desc.glu_pre_dtype);
+        }
+    }
+    if (desc.activation != GGEMM_ACTIVATION_CLAMPED_GEGLU) return GGEMM_SUCCESS;
+    const struct {
+        const char* name;
+        float value;
+    } constants[] = {{"glu_scale", desc.glu_scale}, {"glu_limit", desc.glu_limit}, {"glu_offset", desc.glu_offset}};
+    for (const auto& constant : constants) {
+        if (!std::isfinite(constant.value)) {
+            return fail(GGEMM_ERROR_INVALID_VALUE, "desc->%s must be finite, got %g", constant.name,
+                        static_cast<double>(constant.value));
+        }
+    }
+    if (!(desc.glu_limit > 0.0f)) {
+        return fail(GGEMM_ERROR_INVALID_VALUE,
+                    "desc->glu_limit must be > 0, got %g (ggemm_plan_desc_init writes the default 7)",
+                    static_cast<double>(desc.glu_limit));
+    }
+    return GGEMM_SUCCESS;
+}
+
+}  // namespace
+
 ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
     if (desc.reserved0 != 0) {
         return fail(GGEMM_ERROR_INVALID_VALUE, "desc->reserved0 must be 0, got %d", desc.reserved0);
@@ -296,7 +388,7 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
     if (desc.sm_margin < 0) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG, "desc->sm_margin must be >= 0, got %d", desc.sm_margin);
     }
-    return GGEMM_SUCCESS;
+    return check_activation(desc);
 }
 
 ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const DeviceInfo& device,
@@ -321,6 +413,12 @@ ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const Devic
                     weight_layout_name(desc.weight_layout), desc.weight_layout, arch, desc.device, device.name,
                     arch, weight_layout_name(desc.weight_layout));
     }
+    if (desc.activation != GGEMM_ACTIVATION_NONE && arch != 90) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "desc->activation = %s (%d) is not supported on SM%d (device %d, %s): the fused GLU runs "
+                    "on SM90 only; use GGEMM_ACTIVATION_NONE and apply the activation separately",
+                    activation_name(desc.activation), desc.activation, arch, desc.device, device.name);
+    }
     status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
     if (status != GGEMM_SUCCESS) return status;
     status = check_override("tile_n", desc.tile_n, variants, arch, &KernelVariant::tile_n);
@@ -337,7 +435,7 @@ ggemm_status_t validate_plan_desc(const ggemm_plan_desc& desc, const DeviceInfo&
 
 namespace {
 
-constexpr int kPointerRules = 11;
+constexpr int kPointerRules = 13;
 
 // The pointers execute checks for alignment and residency. C is ignored (and may be anything)
 // when the plan does not write it.
@@ -354,6 +452,17 @@ void pointer_rules(const ggemm_plan_desc& desc, const ggemm_args& args, PointerR
     rules[8] = {"d", args.d, kDataAlignment};
     rules[9] = {"device_status", args.device_status, kDeviceStatusAlignment};
     rules[10] = {"valid_rows", args.valid_rows, kValidRowsAlignment};
+    // dGLU's inputs and outputs; ignored (and may be anything) by other plans.
+    rules[11] = {"glu_pre", desc.glu_backward ? args.glu_pre : nullptr, kDataAlignment};
+    rules[12] = {"d_prob", desc.glu_backward ? args.d_prob : nullptr, kDataAlignment};
+}
+
+// The workspace this call needs: dGLU's partials grow with its M.
+uint64_t needed_workspace(const ggemm_plan& plan, int64_t m) {
+    const ggemm_plan_desc& desc = plan.desc;
+    if (!desc.glu_backward) return plan.workspace_bytes;
+    return call_workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts, plan.k_splits, plan.split_rows,
+                                desc.glu_backward, desc.n, m);
 }
 
 }  // namespace
@@ -382,6 +491,15 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
         if (rule.pointer == nullptr) {
             return fail(GGEMM_ERROR_NULL_ARGUMENT, "args->%s is NULL; it is required", rule.name);
         }
+    }
+    if (desc.glu_backward && args.glu_pre == nullptr) {
+        return fail(GGEMM_ERROR_NULL_ARGUMENT,
+                    "args->glu_pre is NULL but the plan is dGLU (glu_backward = 1): pass the saved M x 2N "
+                    "pre-activation");
+    }
+    if (desc.glu_backward && args.d_prob == nullptr) {
+        return fail(GGEMM_ERROR_NULL_ARGUMENT,
+                    "args->d_prob is NULL but the plan is dGLU (glu_backward = 1): pass an M fp32 output");
     }
     if (desc.generate_c && args.c == nullptr) {
         return fail(GGEMM_ERROR_NULL_ARGUMENT,
@@ -426,18 +544,23 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
                     "pass valid_rows = NULL",
                     plan.variant.arch, plan.variant.name);
     }
+    if (args.valid_rows != nullptr && desc.glu_backward) {
+        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
+                    "args->valid_rows is set but the plan is dGLU (desc->glu_backward = 1), which writes d_prob "
+                    "for every row; pass valid_rows = NULL");
+    }
     PointerRule pointers[kPointerRules];
     pointer_rules(desc, args, pointers);
     status = check_alignment(pointers, kPointerRules);
     if (status != GGEMM_SUCCESS) return status;
-    return check_workspace(plan.workspace_bytes, args.workspace, args.workspace_size);
+    return check_workspace(needed_workspace(plan, args.m), args.workspace, args.workspace_size);
 }
 
 ggemm_status_t validate_args_for_device(const ggemm_plan& plan, const ggemm_args& args,
                                         int32_t current_device, const PointerOracle& oracle) noexcept {
     PointerRule pointers[kPointerRules];
     pointer_rules(plan.desc, args, pointers);
-    return check_residency(pointers, kPointerRules, args.workspace, plan.workspace_bytes, current_device,
+    return check_residency(pointers, kPointerRules, args.workspace, needed_workspace(plan, args.m), current_device,
                            plan.desc.device, oracle);
 }
 

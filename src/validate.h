@@ -77,6 +77,9 @@ ggemm_status_t check_residency(const PointerRule* rules, int count, const void* 
 // "BF16", "FP16", "FP32", "NONE" or "unknown".
 const char* dtype_name(int32_t dtype) noexcept;
 
+// "none", "SwiGLU", "clamped GeGLU" or "unknown".
+const char* activation_name(int32_t activation) noexcept;
+
 // "K-major", "N-major" or "unknown".
 const char* weight_layout_name(int32_t weight_layout) noexcept;
 

@@ -6,10 +6,12 @@
 // shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
 // sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
 // launch.
+#include "kernels/common/glu_reduce.cuh"
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 #include "src/launch.cuh"
 #include "src/tensor_map.h"
 #include "src/variants.h"
+#include "src/workspace.h"
 
 namespace ggemm {
 
@@ -26,6 +28,17 @@ cudaError_t prepare() {
     }
 }
 
+// dGLU: d_prob from the GEMM's partial sums, in stream order after it.
+inline cudaError_t launch_reduce_d_prob(const KernelArgs& args, cudaStream_t stream) {
+    constexpr int kThreads = 256;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>((args.m + kThreads - 1) / kThreads));
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    return cudaLaunchKernelEx(&config, reduce_d_prob, static_cast<const float*>(args.d_prob_partials),
+                              static_cast<int64_t>(glu_partial_blocks(args.n)), args.m, args.d_prob);
+}
+
 // Clusters of kClusterM CTAs along x (rank = blockIdx.x % kClusterM); the planner's grid is a
 // multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid).
 template <class Cfg>
@@ -35,7 +48,10 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
         return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                              Cfg::kClusterM, stream);
     } else {
-        return launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
+        const cudaError_t error =
+            launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
+        if (error != cudaSuccess || !p.args.glu_backward) return error;
+        return launch_reduce_d_prob(p.args, stream);
     }
 }
 
@@ -69,8 +85,8 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.max_experts = Cfg::kOffsetCapacity;
     variant.weight_layout = Cfg::kWeightLayout;
     variant.dynamic_scheduler = Cfg::kClusterM == 1;  // both CTAs of a cluster must take the same items
-    // Split-K counts arrivals per schedule tile, which both CTAs of a cluster share: one CTA only.
-    variant.max_split_k = Cfg::kClusterM == 1 ? kMaxSplitK : 1;
+    variant.max_split_k = Cfg::kSplitK ? kMaxSplitK : 1;  // grouped_gemm_sm90.cuh says which split K
+    variant.fused_glu = Cfg::kFusedGlu;
     return variant;
 }
 

@@ -7,6 +7,9 @@
 //                               builder (0: usable), rounded up to a multiple of 128 bytes
 //   then, when K is split       the arrival counters (2 per tile, zeroed in-stream with the
 //   (kernels/common/split_k.h)  tile counter's line every call), then the fp32 partial tiles
+//   then, for dGLU only:        ceil(N / 64) x M fp32 partial sums of d_prob, one per row and
+//   (never with a split)        64-column block of R (zeroed in-stream before every launch), so
+//                               this part grows with the call's M
 #pragma once
 
 #include <cstddef>
@@ -55,6 +58,23 @@ constexpr uint64_t forward_workspace_bytes(int32_t weight_mode, int32_t schedule
     return splits <= 1 ? workspace_bytes(weight_mode, scheduler, num_experts)
                        : workspace_split_offset(weight_mode, num_experts) + split_counter_bytes(splits, rows, n) +
                              split_partial_bytes(splits, rows, n);
+}
+
+// dGLU's partial sums of d_prob: one per row and 64-column block of R (kernels/sm90/
+// epilogue_sm90.cuh), after the fields above.
+constexpr int64_t kGluPartialColumns = 64;
+constexpr int64_t glu_partial_blocks(int64_t n) { return (n + kGluPartialColumns - 1) / kGluPartialColumns; }
+constexpr uint64_t glu_partials_bytes(int64_t n, int64_t m) {
+    const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(glu_partial_blocks(n)) * static_cast<uint64_t>(m);
+    return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+}
+
+// The workspace of a call of `m` rows: the plan's fields (a split plan's partials and counters
+// included), and dGLU's partials for those rows (a plan never both splits K and fuses dGLU).
+constexpr uint64_t call_workspace_bytes(int32_t weight_mode, int32_t scheduler, int32_t num_experts, int32_t splits,
+                                        int64_t split_rows, int32_t glu_backward, int64_t n, int64_t m) {
+    return forward_workspace_bytes(weight_mode, scheduler, num_experts, splits, split_rows, n) +
+           (glu_backward ? glu_partials_bytes(n, m) : 0);
 }
 
 }  // namespace ggemm

@@ -39,5 +39,9 @@ enum Scheduler : int32_t { kStatic = 0, kDynamic = 1 };
 enum WeightLayout : int32_t { kKMajor = 0, kNMajor = 1 };
 // The weight gradient's output_mode (GGEMM_WGRAD_OUTPUT_*).
 enum WgradOutput : int32_t { kWgradOutputDense = 0, kWgradOutputPointers = 1 };
+// The fused gated activation of the forward (GGEMM_ACTIVATION_*), and the width of its gate and
+// up column blocks (GGEMM_GLU_BLOCK_COLUMNS): a 64-column block is [gate 32 | up 32].
+enum Activation : int32_t { kActivationNone = 0, kActivationSwiglu = 1, kActivationClampedGeglu = 2 };
+constexpr int32_t kGluBlockColumns = 32;
 
 }  // namespace ggemm

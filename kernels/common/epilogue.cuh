@@ -2,6 +2,8 @@
 // rounding order is the contract (docs/API.md, "The operation"):
 //   with bias:    v = fma(acc, alpha, prob * bias);  C = cvt(v);  D = cvt(v)
 //   without bias: g = acc * alpha;  C = cvt(g);  D = cvt(g * prob)   (from fp32 g, not from C)
+//   a gated activation (glu.h): pre = fma(acc, alpha, bias) or g;  C = cvt(pre);
+//                  D = cvt(prob * act(pre of the gate column, pre of the up column))
 // The functions below are the one place that writes it. Explicit _rn intrinsics keep the compiler from
 // contracting or reassociating any of it, and the library builds without fast-math, so fp32
 // subnormals are kept (no flush-to-zero). The conversion to the output dtype (cvt, round to
@@ -25,6 +27,14 @@ struct EpilogueTile {
     int32_t c_dtype;
     int32_t d_dtype;
     int32_t n;
+    int32_t activation;   // kActivation*: with a gated activation D is M x N/2
+    GluConstants glu;
+    // dGLU: D is the M x 2N d_pre, from the saved pre-activation; d_prob's partials (pitch m).
+    int32_t glu_backward;
+    int32_t glu_pre_dtype;
+    const void* glu_pre;
+    float* d_prob_partials;
+    int64_t m;
 };
 
 __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
@@ -41,12 +51,20 @@ __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, in
     t.c_dtype = args.c_dtype;
     t.d_dtype = args.d_dtype;
     t.n = args.n;
+    t.activation = args.activation;
+    t.glu = args.glu;
+    t.glu_backward = args.glu_backward;
+    t.glu_pre_dtype = args.glu_pre_dtype;
+    t.glu_pre = args.glu_pre;
+    t.d_prob_partials = args.d_prob_partials;
+    t.m = args.m;
     return t;
 }
 
 // Which of the contract's values an output takes: with bias, C and D both take v; without, C
-// takes g and D takes g * prob.
-enum class EpilogueValue { kBiased, kScaled, kScaledByProb };
+// takes g and D takes g * prob. With a gated activation C takes the pre-activation: g, or
+// with bias pre = fma(acc, alpha, bias) (the bias not scaled by prob).
+enum class EpilogueValue { kBiased, kScaled, kScaledByProb, kBiasedPreActivation };
 
 // The contract's steps, one function each: v (with bias), g (without), and g * prob from g.
 __device__ __forceinline__ float biased_value(float alpha, float acc, float prob, float bias) {
@@ -54,6 +72,9 @@ __device__ __forceinline__ float biased_value(float alpha, float acc, float prob
 }
 __device__ __forceinline__ float scaled_value(float alpha, float acc) { return __fmul_rn(acc, alpha); }
 __device__ __forceinline__ float scaled_by_prob(float g, float prob) { return __fmul_rn(g, prob); }
+__device__ __forceinline__ float biased_pre_activation(float alpha, float acc, float bias) {
+    return __fmaf_rn(acc, alpha, bias);
+}
 
 // The value kValue for one accumulator, before rounding to the output dtype; bias is the
 // column's bias as fp32 (used by kBiased only).
@@ -61,6 +82,9 @@ template <EpilogueValue kValue>
 __device__ __forceinline__ float contract_value(float alpha, float acc, float prob, float bias) {
     if constexpr (kValue == EpilogueValue::kBiased) {
         return biased_value(alpha, acc, prob, bias);
+    }
+    if constexpr (kValue == EpilogueValue::kBiasedPreActivation) {
+        return biased_pre_activation(alpha, acc, bias);
     }
     const float g = scaled_value(alpha, acc);
     if constexpr (kValue == EpilogueValue::kScaledByProb) {

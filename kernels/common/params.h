@@ -8,6 +8,7 @@
 
 #include "kernels/common/contract.h"
 #include "kernels/common/split_k.h"
+#include "kernels/common/glu.h"
 #include "kernels/common/tail_split.h"
 
 namespace ggemm {
@@ -49,6 +50,17 @@ struct KernelArgs {
     int32_t k_splits;
     float* split_partials;
     uint32_t* split_counters;
+    // Fused GLU (kernels/common/glu.h): D is M x N/2, C the M x N pre-activation.
+    int32_t activation;             // kActivation*
+    GluConstants glu;
+    // dGLU (glu_backward): R is the M x N GEMM, glu_pre the saved M x 2N pre-activation, D the
+    // M x 2N d_pre; d_prob's partial sums (one per row and 64-column block of R, pitch M) in the
+    // workspace, reduced into d_prob by a second kernel.
+    int32_t glu_backward;
+    int32_t glu_pre_dtype;
+    const void* glu_pre;
+    float* d_prob_partials;
+    float* d_prob;
 };
 
 }  // namespace ggemm

@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "kernels/common/epilogue.cuh"
+#include "kernels/common/glu.h"
 #include "kernels/sm90/epilogue_layout.h"
 #include "ptx/barrier.cuh"
 #include "ptx/smem.cuh"
@@ -55,17 +56,18 @@ __device__ __forceinline__ void stage_pair(uint32_t addr, float2 v) {
 }
 
 // Copies warp w's 16 rows of a staged slice (its first column col0) to rows row_begin + 16 w..
-// of `out`: lane l moves chunk l % 8 of rows l / 8 + 4 i; chunks at or past N (the tile's tail)
-// and rows at or past `rows` (the warpgroup's valid rows, 64 without counts) stay.
+// of `out`, n columns wide: lane l moves chunk l % 8 of rows l / 8 + 4 i; chunks at or past
+// col_end (N, the tile's tail; or the end of a slice staged only in part) and rows at or past
+// `rows` (the warpgroup's valid rows, 64 without counts) stay.
 template <class T>
 __device__ __forceinline__ void copy_slice(uint32_t slice_addr, void* out, int64_t row_begin, int32_t col0,
-                                           int32_t n, int warp, int lane, int32_t rows) {
+                                           int32_t col_end, int32_t n, int warp, int lane, int32_t rows) {
     constexpr int kChunkCols = 16 / static_cast<int>(sizeof(T));
     constexpr int kPasses = 4;  // 16 rows, four per pass
     const int chunk = lane % 8;
     const int row = 16 * warp + lane / 8;
     const int32_t col = col0 + chunk * kChunkCols;
-    if (col >= n) return;
+    if (col >= col_end) return;
     uint4 v[kPasses];
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) v[i] = ptx::ld_shared_v4_b32(slice_addr + slice_offset(row + 4 * i, chunk * 16));
@@ -89,9 +91,11 @@ struct FragmentEpilogue {
     int32_t n_begin;      // the tile's first column
 };
 
-// Stores one output tensor of dtype T, holding the contract's kValue, from the accumulators.
+// Stores one output tensor of dtype T, holding the contract's kValue, from the accumulators, up
+// to column n_end (N; or the end of a piece, for the fused epilogues that serve every width).
 template <class T, EpilogueValue kValue, int kTileN>
-__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* out, const float (&acc)[kTileN / 2],
+                                             int32_t n_end) {
     constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
     constexpr int kGroups = kCols / 8;
     const int thread = threadIdx.x % 128;
@@ -103,13 +107,13 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
 #pragma unroll
     for (int slice = 0; slice < kTileN / kCols; ++slice) {
         const int32_t col0 = e.n_begin + slice * kCols;
-        if (col0 >= e.t.n) break;  // N tail: nothing left of the tile
+        if (col0 >= n_end) break;  // N tail: nothing left of the tile
         // The slice's bias columns first: the loads then overlap instead of each waiting in turn.
         float2 bias[kGroups];
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
             bias[jj] = make_float2(0.f, 0.f);
-            if constexpr (kValue == EpilogueValue::kBiased) {
+            if constexpr (kValue == EpilogueValue::kBiased || kValue == EpilogueValue::kBiasedPreActivation) {
                 const uint2 raw =
                     ptx::ld_shared_v2_b32(e.bias_addr + ((slice * kGroups + jj) * 8 + 2 * (lane % 4)) * 4);
                 bias[jj] = make_float2(__uint_as_float(raw.x), __uint_as_float(raw.y));
@@ -128,18 +132,248 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
         ptx::warp_sync();  // the warp's rows of the slice are staged
-        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, e.t.n, warp, lane, e.rows);
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, n_end, e.t.n, warp, lane, e.rows);
         ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }
 
 template <EpilogueValue kValue, int kTileN>
 __device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void* out, int32_t dtype,
-                                                const float (&acc)[kTileN / 2]) {
+                                                const float (&acc)[kTileN / 2], int32_t n_end) {
     switch (dtype) {
-        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, acc); break;
-        case kFP16: store_output<__half, kValue, kTileN>(e, out, acc); break;
-        default: store_output<float, kValue, kTileN>(e, out, acc); break;
+        case kBF16: store_output<__nv_bfloat16, kValue, kTileN>(e, out, acc, n_end); break;
+        case kFP16: store_output<__half, kValue, kTileN>(e, out, acc, n_end); break;
+        default: store_output<float, kValue, kTileN>(e, out, acc, n_end); break;
+    }
+}
+
+// The pre-activation of two accumulators: fma(acc, alpha, bias) with bias, acc * alpha without.
+__device__ __forceinline__ float2 pre_activation_pair(bool bias, float alpha, float2 acc, float2 bias_pair) {
+    return bias ? contract_pair<EpilogueValue::kBiasedPreActivation>(alpha, acc, 0.f, bias_pair)
+                : contract_pair<EpilogueValue::kScaled>(alpha, acc, 0.f, bias_pair);
+}
+
+// D of a fused GLU (kernels/common/glu.h), from a tile kTileN pre-activation columns wide whose
+// first column is a multiple of 64: each 64-column block [gate 32 | up 32] gives 32 columns of
+// the M x N/2 output. In the fragment, the thread holding gate column c of a block also holds
+// its up column c + 32, four 8-column groups (16 accumulators) further on, so gate and up meet
+// in registers. Output slices are staged and copied as store_output's; the last slice of a
+// tile may be staged only in part (192-wide tiles, 64-wide pieces), and copy_slice stops there.
+template <class T, int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                 int32_t n_end) {
+    static_assert(kTileN % (2 * kGluBlockColumns) == 0, "whole gate and up blocks");
+    constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
+    constexpr int kGroups = kCols / 8;
+    constexpr int kOutCols = kTileN / 2;
+    constexpr int kGroupsPerHalf = kGluBlockColumns / 8;
+    const int thread = threadIdx.x % 128;
+    const int warp = thread / 32;
+    const int lane = thread % 32;
+    const int row = warp * 16 + lane / 4;
+    const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
+    const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));
+    const int32_t out_n = e.t.n / 2;
+    const int32_t out_end = n_end / 2;
+    const int32_t out_begin = e.n_begin / 2;
+    const bool bias = e.t.bias != nullptr;
+#pragma unroll
+    for (int slice = 0; slice < (kOutCols + kCols - 1) / kCols; ++slice) {
+        const int32_t col0 = out_begin + slice * kCols;
+        if (col0 >= out_end) break;  // N tail, or the end of a piece
+        constexpr int kLastGroups = (kOutCols % kCols == 0 ? kCols : kOutCols % kCols) / 8;
+        const int groups = slice == kOutCols / kCols ? kLastGroups : kGroups;
+#pragma unroll
+        for (int jj = 0; jj < kGroups; ++jj) {
+            if (jj >= groups) break;
+            const int out_group = slice * kGroups + jj;
+            // The accumulator groups of the gate and up columns of this output group.
+            const int gate = out_group / kGroupsPerHalf * 2 * kGroupsPerHalf + out_group % kGroupsPerHalf;
+            const int up = gate + kGroupsPerHalf;
+            float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
+            if (bias) {
+                const uint2 g = ptx::ld_shared_v2_b32(e.bias_addr + (gate * 8 + 2 * (lane % 4)) * 4);
+                const uint2 u = ptx::ld_shared_v2_b32(e.bias_addr + (up * 8 + 2 * (lane % 4)) * 4);
+                gate_bias = make_float2(__uint_as_float(g.x), __uint_as_float(g.y));
+                up_bias = make_float2(__uint_as_float(u.x), __uint_as_float(u.y));
+            }
+            float2 out[2];
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {  // rows r and r + 8
+                const float2 g = pre_activation_pair(
+                    bias, e.t.alpha, make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]), gate_bias);
+                const float2 u = pre_activation_pair(
+                    bias, e.t.alpha, make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]), up_bias);
+                const float prob = half == 0 ? e.prob.x : e.prob.y;
+                out[half] = make_float2(__fmul_rn(prob, glu_activation<kActivation>(g.x, u.x, e.t.glu)),
+                                        __fmul_rn(prob, glu_activation<kActivation>(g.y, u.y, e.t.glu)));
+            }
+            const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
+            const uint32_t at = top_row + swizzled_chunk(row, byte) + (byte & 15);
+            stage_pair<T>(at, out[0]);
+            stage_pair<T>(at + 8 * kSliceRowBytes, out[1]);
+        }
+        ptx::warp_sync();  // the warp's rows of the slice are staged
+        const int32_t staged_end = col0 + groups * 8;
+        copy_slice<T>(e.slice_addr, e.t.d, e.row_begin, col0, staged_end < out_end ? staged_end : out_end, out_n,
+                      warp, lane, e.rows);
+        ptx::warp_sync();  // and read: the warp may write its rows of the next slice
+    }
+}
+
+template <int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_glu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                    int32_t n_end) {
+    switch (e.t.d_dtype) {
+        case kBF16: store_glu_output<__nv_bfloat16, kActivation, kTileN>(e, acc, n_end); break;
+        case kFP16: store_glu_output<__half, kActivation, kTileN>(e, acc, n_end); break;
+        default: store_glu_output<float, kActivation, kTileN>(e, acc, n_end); break;
+    }
+}
+
+// A fused GLU's epilogue: the pre-activation C (when generated), then D, up to column n_end.
+template <int kTileN>
+__device__ __forceinline__ void store_glu_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                               int32_t n_end) {
+    if (e.t.c != nullptr) {
+        if (e.t.bias != nullptr) {
+            store_output_as<EpilogueValue::kBiasedPreActivation, kTileN>(e, e.t.c, e.t.c_dtype, acc, n_end);
+        } else {
+            store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc, n_end);
+        }
+    }
+    if (e.t.activation == kActivationSwiglu) {
+        store_glu_output_as<kActivationSwiglu, kTileN>(e, acc, n_end);
+    } else {
+        store_glu_output_as<kActivationClampedGeglu, kTileN>(e, acc, n_end);
+    }
+}
+
+// Two adjacent elements of the saved pre-activation (dGLU), widened to fp32.
+__device__ __forceinline__ float2 load_pre_pair(const void* pre, int32_t dtype, int64_t index) {
+    switch (dtype) {
+        case kBF16: return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
+                        static_cast<const __nv_bfloat16*>(pre) + index));
+        case kFP16: return __half22float2(*reinterpret_cast<const __half2*>(static_cast<const __half*>(pre) + index));
+        default: return *reinterpret_cast<const float2*>(static_cast<const float*>(pre) + index);
+    }
+}
+
+// dGLU (glu_backward): from R = alpha * acc, a tile kTileN columns of R wide whose first column
+// is a multiple of 64, and the saved pre-activation, D = d_pre (M x 2N, the forward's
+// interleaved layout) and the partial sums of d_prob. R's 32-column block b (R groups 4b .. 4b+3)
+// pairs with the pre-activation's columns 64b .. 64b+63 of the tile (doubled column origin):
+// gate at 8g + c, up at 32 + 8g + c for R's column 8g + c of the block, so each R block fills
+// one 64-column block of d_pre: one slice of a 16-bit dtype, two of fp32 (each half computed
+// once per slice it fills; d_prob is summed in the first).
+//
+// d_prob: each thread sums R * act over its columns of one 64-column block of R (two R blocks,
+// in column order), the four lanes of a row add theirs (a fixed butterfly: every lane gets the
+// same bits), and lane 0 of the four stores the row's partial for that block. The order depends
+// only on the block, never on the tile width, the piece or the scheduler; a second kernel adds
+// the blocks in order (kernels/common/glu_reduce.cuh).
+template <class T, int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                  int32_t n_end) {
+    constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
+    constexpr int kSlicesPerBlock = 2 * kGluBlockColumns / kCols;  // 1 (16-bit) or 2 (fp32)
+    constexpr int kGroupsPerBlock = kGluBlockColumns / 8;           // R groups of a 32-column block
+    constexpr int kBlocks = kTileN / kGluBlockColumns;
+    const int thread = threadIdx.x % 128;
+    const int warp = thread / 32;
+    const int lane = thread % 32;
+    const int row = warp * 16 + lane / 4;
+    const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
+    const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));
+    const int64_t pre_pitch = 2 * static_cast<int64_t>(e.t.n);
+    const int64_t top = e.row_begin + row;  // and top + 8
+    float prob_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int block = 0; block < kBlocks; ++block) {
+        const int32_t r_col0 = e.n_begin + block * kGluBlockColumns;
+        if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
+#pragma unroll
+        for (int part = 0; part < kSlicesPerBlock; ++part) {
+            const int32_t col0 = 2 * r_col0 + part * kCols;  // the slice's first column of d_pre
+#pragma unroll
+            for (int g = 0; g < kGroupsPerBlock; ++g) {
+                const int j = block * kGroupsPerBlock + g;
+                const int64_t gate_col = 2 * static_cast<int64_t>(r_col0) + 8 * g + 2 * (lane % 4);
+                float2 out[2][2];  // [row half][gate, up]
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int64_t at = (top + 8 * half) * pre_pitch + gate_col;
+                    const float2 gate = load_pre_pair(e.t.glu_pre, e.t.glu_pre_dtype, at);
+                    const float2 up = load_pre_pair(e.t.glu_pre, e.t.glu_pre_dtype, at + kGluBlockColumns);
+                    const float r0 = scaled_value(e.t.alpha, acc[4 * j + 2 * half]);
+                    const float r1 = scaled_value(e.t.alpha, acc[4 * j + 2 * half + 1]);
+                    const float prob = half == 0 ? e.prob.x : e.prob.y;
+                    const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, e.t.glu);
+                    const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, e.t.glu);
+                    const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
+                    out[half][0] = make_float2(__fmul_rn(rp0, d0.d_gate), __fmul_rn(rp1, d1.d_gate));
+                    out[half][1] = make_float2(__fmul_rn(rp0, d0.d_up), __fmul_rn(rp1, d1.d_up));
+                    if (part == 0) {
+                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
+                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
+                    }
+                }
+#pragma unroll
+                for (int which = 0; which < 2; ++which) {  // gate, up
+                    // 16-bit: gate at group g, up at g + 4 of the one slice; fp32: slice `which`.
+                    if (kSlicesPerBlock == 2 && which != part) continue;
+                    const int jj = kSlicesPerBlock == 1 ? g + which * kGroupsPerBlock : g;
+                    const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
+                    const uint32_t addr = top_row + swizzled_chunk(row, byte) + (byte & 15);
+                    stage_pair<T>(addr, out[0][which]);
+                    stage_pair<T>(addr + 8 * kSliceRowBytes, out[1][which]);
+                }
+            }
+            ptx::warp_sync();  // the warp's rows of the slice are staged
+            copy_slice<T>(e.slice_addr, e.t.d, e.row_begin, col0, col0 + kCols, 2 * e.t.n, warp, lane, e.rows);
+            ptx::warp_sync();  // and read: the warp may write its rows of the next slice
+        }
+        // A 64-column block of R ends here (or R does): the row's partial sum of d_prob.
+        const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
+        if (block_ends) {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                float v = prob_sum[half];
+                v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+                v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+                if (lane % 4 == 0) {
+                    const int64_t partial_block = r_col0 / (2 * kGluBlockColumns);
+                    e.t.d_prob_partials[partial_block * e.t.m + top + 8 * half] = v;
+                }
+                prob_sum[half] = 0.f;
+            }
+        }
+    }
+}
+
+template <int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_dglu_output_as(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                     int32_t n_end) {
+    switch (e.t.d_dtype) {
+        case kBF16: store_dglu_output<__nv_bfloat16, kActivation, kTileN>(e, acc, n_end); break;
+        case kFP16: store_dglu_output<__half, kActivation, kTileN>(e, acc, n_end); break;
+        default: store_dglu_output<float, kActivation, kTileN>(e, acc, n_end); break;
+    }
+}
+
+// The fused epilogues (GLU forward, dGLU), instantiated once per kernel at its full tile width
+// and bounded at run time by the piece's width: the accumulators past it are the previous tile's
+// and are never stored. One copy of this code per kernel, not one per piece width.
+template <int kTileN>
+__device__ __forceinline__ void store_fused_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
+                                                 int32_t width) {
+    const int32_t n_end = e.n_begin + width < e.t.n ? e.n_begin + width : e.t.n;
+    if (!e.t.glu_backward) {
+        store_glu_tile<kTileN>(e, acc, n_end);
+    } else if (e.t.activation == kActivationSwiglu) {
+        store_dglu_output_as<kActivationSwiglu, kTileN>(e, acc, n_end);
+    } else {
+        store_dglu_output_as<kActivationClampedGeglu, kTileN>(e, acc, n_end);
     }
 }
 
@@ -147,12 +381,13 @@ __device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void*
 // after begin_epilogue.
 template <int kTileN>
 __device__ __forceinline__ void store_tile(const FragmentEpilogue& e, const float (&acc)[kTileN / 2]) {
+    const int32_t n = e.t.n;
     if (e.t.bias != nullptr) {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.c, e.t.c_dtype, acc, n);
+        store_output_as<EpilogueValue::kBiased, kTileN>(e, e.t.d, e.t.d_dtype, acc, n);
     } else {
-        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc);
-        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, acc);
+        if (e.t.c != nullptr) store_output_as<EpilogueValue::kScaled, kTileN>(e, e.t.c, e.t.c_dtype, acc, n);
+        store_output_as<EpilogueValue::kScaledByProb, kTileN>(e, e.t.d, e.t.d_dtype, acc, n);
     }
 }
 

@@ -80,6 +80,13 @@ struct Config {
     // (K-major: kBPartRows rows of N; N-major: every kClusterM-th 64-column box) for all of them.
     static constexpr int kClusterM = kClusterM_;
     static constexpr int kScheduleTileM = kTileM * kClusterM;
+    // Whether the kernel can split K (kernels/common/split_k.h): not in clusters, where both CTAs
+    // would count their partials on one tile's counters.
+    static constexpr bool kSplitK = kClusterM == 1;
+    // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
+    // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
+    // (fused, it would spill); TMA stores serve no activation.
+    static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256;
     static constexpr int kScheduleGroupM = kGroupM / kClusterM;
     static constexpr int kBPartRows = kTileN / kClusterM;
     static constexpr uint16_t kClusterMask = (1u << kClusterM) - 1;
@@ -255,8 +262,9 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     int64_t item = dynamic ? atomicAdd(args.tile_counter, 1ull) : first_static_item<Cfg>();
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
+    const int32_t k_splits = Cfg::kSplitK ? args.k_splits : 1;
     for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = cluster_share(schedule.item(item, args.tail, args.k_splits), rank, Cfg::kTileM);
+        const TileCoord tile = cluster_share(schedule.item(item, args.tail, k_splits), rank, Cfg::kTileM);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
         s.tiles[slot] = tile;
@@ -265,7 +273,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         // Claim the next item now so the atomic's latency hides behind this one's loads.
         item = dynamic ? atomicAdd(args.tile_counter, 1ull) : item + static_item_stride<Cfg>();
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
-        const KBlockRange blocks = split_k_range(k_blocks, args.k_splits, tile.k_split);
+        const KBlockRange blocks = split_k_range(k_blocks, k_splits, tile.k_split);
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
         if (discrete && tile.expert != mapped_expert) {
@@ -368,6 +376,12 @@ struct WarpStoreOutput {
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
         begin_epilogue(epilogue, bias_pair);
         store_tile<kWidth>(epilogue, acc);
+    }
+    // The fused GLU's epilogues, over the whole tile's accumulators up to `width` columns.
+    template <int kTileN>
+    __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t width) const {
+        begin_epilogue(epilogue, bias_pair);
+        store_fused_tile<kTileN>(epilogue, acc, width);
     }
 };
 
@@ -474,10 +488,13 @@ __device__ __forceinline__ bool reduce_split(SharedStorage<Cfg>& s, const Kernel
 }
 
 // The main loop and epilogue of a tile or piece kWidth columns wide, on the first kWidth / 2
-// accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix).
+// accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix). With a
+// fused GLU (warp stores only) the epilogue is the one instance at the full tile width, bounded by
+// the piece's width at run time, so its code exists once per kernel.
 template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
-                                         int lane, float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase) {
+                                         int lane, float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
+                                         bool fused) {
     static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
     if (output.epilogue.rows == 0) {  // every row of this warpgroup is past the valid-row count
         skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
@@ -485,6 +502,9 @@ __device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const Out& outpu
     }
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
     main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
+    if constexpr (Cfg::kOutput == Output::kWarpStores) {
+        if (fused) return;  // compute() stores it
+    }
     output.template store<kWidth>(part);
 }
 
@@ -507,7 +527,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
                                         int warpgroup) {
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    float acc[Cfg::kTileN / 2];
+    // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
+    float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
@@ -519,23 +540,29 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        if (args.k_splits > 1) {
-            run_split<Cfg>(s, args, d_map, tile, k_blocks, warpgroup, lane, acc, stage, phase);
-            continue;
+        if constexpr (Cfg::kSplitK) {
+            if (args.k_splits > 1) {
+                run_split<Cfg>(s, args, d_map, tile, k_blocks, warpgroup, lane, acc, stage, phase);
+                continue;
+            }
         }
         const auto output = make_output<Cfg>(s, args, d_map, tile, warpgroup, lane);
 
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).
+        const bool fused = Cfg::kFusedGlu && args.activation != kActivationNone;
         if (tile.n_width == Cfg::kTileN) {
-            run_tile<Cfg, Cfg::kTileN>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, Cfg::kTileN>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
         } else if constexpr (Cfg::kTileN == 256) {
             if (tile.n_width == 128) {
-                run_tile<Cfg, 128>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, 128>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
             } else {
-                run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+                run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
             }
         } else {
-            run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase);
+            run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
+        }
+        if constexpr (Cfg::kFusedGlu) {
+            if (fused) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
         }
     }
 }

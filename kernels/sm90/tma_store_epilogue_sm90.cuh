@@ -145,7 +145,8 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
 #pragma unroll
             for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
                 copy_slice<__nv_bfloat16>(e.buffer_addr + a * kAtomBytes, e.t.d, e.row_begin,
-                                          e.n_begin + (first_atom + a) * kAtomColumns, e.t.n, warp, lane, e.rows);
+                                          e.n_begin + (first_atom + a) * kAtomColumns, e.t.n, e.t.n, warp, lane,
+                                          e.rows);
             }
             continue;
         }

@@ -27,7 +27,8 @@ struct Desc {
     Desc(int32_t device, int64_t n, int64_t k, int32_t num_experts, int32_t weight_mode,
          int32_t c_dtype, int32_t d_dtype, int32_t bias_dtype, bool generate_c, int32_t scheduler,
          int32_t tile_m, int32_t tile_n, int32_t cluster_m, int32_t sm_margin,
-         int32_t weight_layout) {
+         int32_t weight_layout, int32_t activation, float glu_scale, float glu_limit, float glu_offset,
+         int32_t glu_backward, int32_t glu_pre_dtype) {
         ggemm_plan_desc_init(&desc, sizeof desc);
         desc.device = device;
         desc.n = n;
@@ -44,6 +45,12 @@ struct Desc {
         desc.cluster_m = cluster_m;
         desc.sm_margin = sm_margin;
         desc.weight_layout = weight_layout;
+        desc.activation = activation;
+        desc.glu_scale = glu_scale;
+        desc.glu_limit = glu_limit;
+        desc.glu_offset = glu_offset;
+        desc.glu_backward = glu_backward;
+        desc.glu_pre_dtype = glu_pre_dtype;
     }
 
     // A copy for one call: m_capacity is that call's M (at least the contract's 256), since
@@ -200,12 +207,16 @@ NB_MODULE(_ggemm, m) {
 
     nb::class_<Desc>(m, "Desc")
         .def(nb::init<int32_t, int64_t, int64_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool,
-                      int32_t, int32_t, int32_t, int32_t, int32_t, int32_t>(),
+                      int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, float, float, float,
+                      int32_t, int32_t>(),
              nb::arg("device"), nb::arg("n"), nb::arg("k"), nb::arg("num_experts"),
              nb::arg("weight_mode"), nb::arg("c_dtype"), nb::arg("d_dtype"), nb::arg("bias_dtype"),
              nb::arg("generate_c"), nb::arg("scheduler"), nb::arg("tile_m"), nb::arg("tile_n"),
              nb::arg("cluster_m"), nb::arg("sm_margin"),
-             nb::arg("weight_layout") = GGEMM_WEIGHT_LAYOUT_K_MAJOR)
+             nb::arg("weight_layout") = GGEMM_WEIGHT_LAYOUT_K_MAJOR,
+             nb::arg("activation") = GGEMM_ACTIVATION_NONE, nb::arg("glu_scale") = 1.702f,
+             nb::arg("glu_limit") = 7.0f, nb::arg("glu_offset") = 1.0f, nb::arg("glu_backward") = 0,
+             nb::arg("glu_pre_dtype") = GGEMM_DTYPE_BF16)
         .def("workspace_size",
              [](const Desc& self, int64_t m) {
                  const ggemm_plan_desc desc = self.for_rows(m);
@@ -222,6 +233,17 @@ NB_MODULE(_ggemm, m) {
                  const ggemm_args args = make_args(m, a, b, b_ptrs, offsets, alpha, prob, bias, c,
                                                    d, workspace, workspace_size, device_status,
                                                    valid_rows);
+                 return ggemm_grouped_gemm(&desc, &args, as_stream(stream));
+             })
+        .def("dglu",
+             [](const Desc& self, int64_t m, uintptr_t a, uintptr_t b, uintptr_t b_ptrs, uintptr_t offsets,
+                uintptr_t alpha, uintptr_t prob, uintptr_t glu_pre, uintptr_t d, uintptr_t d_prob,
+                uintptr_t workspace, uint64_t workspace_size, uintptr_t device_status, uintptr_t stream) {
+                 const ggemm_plan_desc desc = self.for_rows(m);
+                 ggemm_args args = make_args(m, a, b, b_ptrs, offsets, alpha, prob, 0, 0, d, workspace,
+                                             workspace_size, device_status);
+                 args.glu_pre = reinterpret_cast<const void*>(glu_pre);
+                 args.d_prob = reinterpret_cast<float*>(d_prob);
                  return ggemm_grouped_gemm(&desc, &args, as_stream(stream));
              });
 

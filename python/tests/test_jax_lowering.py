@@ -123,3 +123,50 @@ def test_weight_source_refusals():
     with pytest.raises(ValueError, match=r"(?m)^n: expected the rows N"):
         jax.eval_shape(lambda a, o, al, p, q: gj.grouped_gemm(a, o, al, p, b_ptrs=q),
                        *COMMON, spec((8 * L,), jnp.uint8))
+
+
+def test_glu_lowers_to_one_custom_call_with_its_activation():
+    text = lower(lambda a, o, al, p, b: gj.glu(a, o, al, p, b=b, activation="geglu_clamped", glu_limit=2.5,
+                                               generate_c=True, c_dtype=jnp.float32),
+                 *COMMON, spec((L, N, K), jnp.bfloat16))
+    calls = custom_calls(text)
+    assert len(calls) == 1 and "@ggemm_glu" in calls[0]
+    assert attrs(calls[0])["activation"] == "2" and attrs(calls[0])["n"] == str(N)
+    assert re.search(r"glu_limit = 2\.5\d*e\+00 : f32", calls[0])
+    # d has N/2 columns, c the N of the pre-activation.
+    assert "-> (tensor<512x128xbf16>, tensor<512x256xf32>, tensor<" in calls[0]
+
+
+def test_glu_shapes_and_refusals_while_tracing():
+    out = jax.eval_shape(lambda a, o, al, p, b: gj.glu(a, o, al, p, b=b), *COMMON, spec((L, N, K), jnp.bfloat16))
+    assert out.c is None and out.d.shape == (M, N // 2)
+    with pytest.raises(ValueError, match=r"(?m)^n: expected N \(the pre-activation width\) a multiple of 64"):
+        jax.eval_shape(lambda a, o, al, p, b: gj.glu(a, o, al, p, b=b), *COMMON, spec((L, 200, K), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"(?m)^activation: expected 'swiglu' or 'geglu_clamped', got 'relu'$"):
+        jax.eval_shape(lambda a, o, al, p, b: gj.glu(a, o, al, p, b=b, activation="relu"),
+                       *COMMON, spec((L, N, K), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"(?m)^glu_limit: expected a number > 0, got 0"):
+        jax.eval_shape(lambda a, o, al, p, b: gj.glu(a, o, al, p, b=b, activation="geglu_clamped", glu_limit=0),
+                       *COMMON, spec((L, N, K), jnp.bfloat16))
+
+
+def test_dglu_lowers_to_one_custom_call():
+    # N = 96 (the activation's width): dy (M, K), the next layer's N-major W (L, K, N), pre (M, 2N).
+    text = lower(lambda a, o, al, p, w, pre: gj.dglu(a, o, al, p, pre, b=w, activation="geglu_clamped",
+                                                     d_dtype=jnp.float32),
+                 *COMMON, spec((L, K, 96), jnp.bfloat16), spec((M, 192), jnp.bfloat16))
+    calls = custom_calls(text)
+    assert len(calls) == 1 and "@ggemm_dglu" in calls[0]
+    a = attrs(calls[0])
+    assert a["activation"] == "2" and a["weight_layout"] == "1" and a["glu_pre_dtype"] == "1" and a["d_dtype"] == "3"
+    # d_pre (M, 2N), d_prob (M,), and a workspace of 2 blocks of 64 columns x M fp32 partials.
+    assert f"-> (tensor<512x192xf32>, tensor<512xf32>, tensor<{2 * 512 * 4}xui8>)" in calls[0]
+
+
+def test_dglu_refusals_while_tracing():
+    with pytest.raises(ValueError, match=r"(?m)^pre: expected shape \(M, 2N\) = \(512, 192\), got shape \(512, 96\)$"):
+        jax.eval_shape(lambda a, o, al, p, w, pre: gj.dglu(a, o, al, p, pre, b=w),
+                       *COMMON, spec((L, K, 96), jnp.bfloat16), spec((M, 96), jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"(?m)^n: expected N \(the activation's width\) a multiple of 32, got N = 72$"):
+        jax.eval_shape(lambda a, o, al, p, w, pre: gj.dglu(a, o, al, p, pre, b=w),
+                       *COMMON, spec((L, K, 72), jnp.bfloat16), spec((M, 144), jnp.bfloat16))

@@ -144,3 +144,48 @@ def test_valid_rows_rules():
         rules.check_valid_rows(gt.DTYPES, torch.zeros(2, 2, dtype=torch.int32), ops)
     with pytest.raises(ValueError, match=r"^valid_rows: expected a tensor on cuda:0"):
         rules.check_valid_rows(gt.DTYPES, torch.zeros(4, dtype=torch.int32), ops)
+
+
+def test_glu_op_is_registered_and_its_fake_halves_d():
+    assert hasattr(torch.ops.ggemm, "glu")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        p = cpu_problem()
+        d, c = torch.ops.ggemm.glu(p["a"], p["padded_offsets"], p["alpha"], p["prob"], p["b"], None, None,
+                                   256, 1, 1.702, 7.0, 1.0, torch.float32, torch.bfloat16, True, False, 0, 0,
+                                   "k_major")
+        assert d.shape == (512, 128) and d.dtype == torch.bfloat16
+        assert c.shape == (512, 256) and c.dtype == torch.float32
+
+
+def test_glu_refusals_before_any_call():
+    with pytest.raises(ValueError, match=r"^activation: expected 'swiglu' or 'geglu_clamped', got 'relu'$"):
+        gt.glu(**cpu_problem(), activation="relu")
+    with pytest.raises(ValueError, match=r"^glu_offset: expected a finite number, got inf$"):
+        gt.glu(**cpu_problem(), activation="geglu_clamped", glu_offset=float("inf"))
+    with pytest.raises(ValueError, match=r"^a: expected a CUDA tensor, got a CPU tensor$"):
+        gt.glu(**cpu_problem())
+
+
+def test_glu_traces_to_one_custom_op():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(512, 128, dtype=torch.bfloat16, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        alpha, prob = torch.empty(4, device="cuda"), torch.empty(512, device="cuda")
+        b = torch.empty(4, 256, 128, dtype=torch.bfloat16, device="cuda")
+
+    class Block(torch.nn.Module):
+        def forward(self, a, offsets, alpha, prob, b):
+            return gt.glu(a, offsets, alpha, prob, b=b, activation="geglu_clamped").d
+
+    graph = torch.export.export(Block(), (a, offsets, alpha, prob, b), strict=True).graph
+    calls = [node for node in graph.nodes if node.target == torch.ops.ggemm.glu.default]
+    assert len(calls) == 1
+    d = [node for node in graph.nodes if node.op == "output"][0].args[0][0].meta["val"]
+    assert d.shape == (512, 128)
+
+
+def test_glu_interleave_rows_tensor():
+    rows = gt.glu_interleave_rows(128)
+    assert rows.dtype == torch.int64 and rows.tolist()[32:64] == list(range(64, 96))

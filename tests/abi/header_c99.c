@@ -9,7 +9,7 @@
 
 ABI_ASSERT(status_is_int32, sizeof(ggemm_status_t) == 4);
 
-ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 96);
+ABI_ASSERT(desc_size, sizeof(ggemm_plan_desc) == 120);
 ABI_ASSERT(desc_struct_size, offsetof(ggemm_plan_desc, struct_size) == 0);
 ABI_ASSERT(desc_device, offsetof(ggemm_plan_desc, device) == 4);
 ABI_ASSERT(desc_m_capacity, offsetof(ggemm_plan_desc, m_capacity) == 8);
@@ -32,8 +32,14 @@ ABI_ASSERT(desc_weight_layout, offsetof(ggemm_plan_desc, weight_layout) == 80);
 ABI_ASSERT(desc_reserved1, offsetof(ggemm_plan_desc, reserved1) == 84);
 ABI_ASSERT(desc_split_k, offsetof(ggemm_plan_desc, split_k) == 88);
 ABI_ASSERT(desc_reserved2, offsetof(ggemm_plan_desc, reserved2) == 92);
+ABI_ASSERT(desc_activation, offsetof(ggemm_plan_desc, activation) == 96);
+ABI_ASSERT(desc_glu_scale, offsetof(ggemm_plan_desc, glu_scale) == 100);
+ABI_ASSERT(desc_glu_limit, offsetof(ggemm_plan_desc, glu_limit) == 104);
+ABI_ASSERT(desc_glu_offset, offsetof(ggemm_plan_desc, glu_offset) == 108);
+ABI_ASSERT(desc_glu_backward, offsetof(ggemm_plan_desc, glu_backward) == 112);
+ABI_ASSERT(desc_glu_pre_dtype, offsetof(ggemm_plan_desc, glu_pre_dtype) == 116);
 
-ABI_ASSERT(args_size, sizeof(ggemm_args) == 120);
+ABI_ASSERT(args_size, sizeof(ggemm_args) == 136);
 ABI_ASSERT(args_struct_size, offsetof(ggemm_args, struct_size) == 0);
 ABI_ASSERT(args_reserved0, offsetof(ggemm_args, reserved0) == 4);
 ABI_ASSERT(args_m, offsetof(ggemm_args, m) == 8);
@@ -50,6 +56,8 @@ ABI_ASSERT(args_workspace, offsetof(ggemm_args, workspace) == 88);
 ABI_ASSERT(args_workspace_size, offsetof(ggemm_args, workspace_size) == 96);
 ABI_ASSERT(args_device_status, offsetof(ggemm_args, device_status) == 104);
 ABI_ASSERT(args_valid_rows, offsetof(ggemm_args, valid_rows) == 112);
+ABI_ASSERT(args_glu_pre, offsetof(ggemm_args, glu_pre) == 120);
+ABI_ASSERT(args_d_prob, offsetof(ggemm_args, d_prob) == 128);
 ABI_ASSERT(args_min_size, GGEMM_ARGS_MIN_SIZE == offsetof(ggemm_args, device_status));
 
 ABI_ASSERT(wgrad_desc_size, sizeof(ggemm_wgrad_desc) == 64);

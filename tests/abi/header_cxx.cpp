@@ -12,8 +12,8 @@ static_assert(std::is_standard_layout<ggemm_plan_desc>::value, "descriptor is pl
 static_assert(std::is_trivially_copyable<ggemm_plan_desc>::value, "descriptor is plain C data");
 static_assert(std::is_standard_layout<ggemm_args>::value, "arguments are plain C data");
 static_assert(std::is_trivially_copyable<ggemm_args>::value, "arguments are plain C data");
-static_assert(sizeof(ggemm_plan_desc) == 96, "descriptor size is part of the ABI");
-static_assert(sizeof(ggemm_args) == 120, "argument struct size is part of the ABI");
+static_assert(sizeof(ggemm_plan_desc) == 120, "descriptor size is part of the ABI");
+static_assert(sizeof(ggemm_args) == 136, "argument struct size is part of the ABI");
 static_assert(offsetof(ggemm_args, valid_rows) == 112, "valid_rows follows device_status");
 static_assert(offsetof(ggemm_plan_desc, scheduler) + 4 == GGEMM_PLAN_DESC_MIN_SIZE,
               "the minimum descriptor ends after scheduler");

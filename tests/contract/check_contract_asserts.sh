@@ -94,6 +94,11 @@ expect_caught contract 's/kStatic = 0,/kStatic = 2,/' "GGEMM_SCHEDULER_STATIC mu
 expect_caught contract 's/kDynamic = 1 }/kDynamic = 2 }/' "GGEMM_SCHEDULER_DYNAMIC must equal"
 expect_caught contract 's/kKMajor = 0,/kKMajor = 2,/' "GGEMM_WEIGHT_LAYOUT_K_MAJOR must equal"
 expect_caught contract 's/kNMajor = 1 }/kNMajor = 2 }/' "GGEMM_WEIGHT_LAYOUT_N_MAJOR must equal"
+expect_caught contract 's/kActivationNone = 0,/kActivationNone = 3,/' "GGEMM_ACTIVATION_NONE must equal"
+expect_caught contract 's/kActivationSwiglu = 1,/kActivationSwiglu = 3,/' "GGEMM_ACTIVATION_SWIGLU must equal"
+expect_caught contract 's/kActivationClampedGeglu = 2 }/kActivationClampedGeglu = 3 }/' \
+    "GGEMM_ACTIVATION_CLAMPED_GEGLU must equal"
+expect_caught contract 's/kGluBlockColumns = 32;/kGluBlockColumns = 64;/' "GGEMM_GLU_BLOCK_COLUMNS must equal"
 # The other way round: the public header changed, the kernels' constant not.
 expect_caught header 's/#define GGEMM_MAX_EXPERTS   1024/#define GGEMM_MAX_EXPERTS   2048/' \
     "GGEMM_MAX_EXPERTS must equal"

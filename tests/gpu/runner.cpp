@@ -156,6 +156,10 @@ ggemm_plan_desc make_desc(const CaseConfig& config, int64_t m, int32_t weight_mo
     desc.cluster_m = config.cluster_m;
     desc.split_k = config.split_k;
     desc.weight_layout = config.weight_layout;
+    desc.activation = config.activation;
+    desc.glu_scale = config.glu_scale;
+    desc.glu_limit = config.glu_limit;
+    desc.glu_offset = config.glu_offset;
     return desc;
 }
 

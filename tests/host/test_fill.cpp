@@ -230,7 +230,7 @@ TEST_CASE("split-K: the workspace holds every partial and counter of every tile 
 }
 
 TEST_CASE("split-K: the descriptor field, its refusals and its struct size") {
-    CHECK(sizeof(ggemm_plan_desc) == 96);
+    CHECK(sizeof(ggemm_plan_desc) == 120);
     CHECK(offsetof(ggemm_plan_desc, split_k) == 88);
     CHECK(offsetof(ggemm_plan_desc, reserved2) == 92);
     ggemm_plan_desc desc = valid_desc();

@@ -33,6 +33,11 @@ std::string describe(const CaseConfig& config) {
     if (config.tile_n != 0) text << " tile_n=" << config.tile_n;
     if (config.cluster_m != 0) text << " cluster_m=" << config.cluster_m;
     if (config.split_k != 0) text << " split_k=" << config.split_k;
+    if (config.activation == GGEMM_ACTIVATION_SWIGLU) text << " SwiGLU";
+    if (config.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU) {
+        text << " clamped-GeGLU(s=" << config.glu_scale << ",limit=" << config.glu_limit << ",offset=" << config.glu_offset
+             << ")";
+    }
     return text.str();
 }
 

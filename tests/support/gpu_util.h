@@ -49,6 +49,8 @@ struct CaseConfig {
     int32_t cluster_m = 0;
     int32_t split_k = 0;            // 0: the planner's choice, 1: never split K
     int32_t weight_layout = GGEMM_WEIGHT_LAYOUT_K_MAJOR;  // how HostCase::b holds each B_g
+    int32_t activation = GGEMM_ACTIVATION_NONE;  // fused GLU: D is M x N/2
+    float glu_scale = 1.702f, glu_limit = 7.0f, glu_offset = 1.0f;  // clamped GeGLU's constants
     uint64_t seed = 1;
 };
 

@@ -8,6 +8,9 @@ WEIGHTS_DENSE, WEIGHTS_DISCRETE = 0, 1
 SCHEDULER_STATIC, SCHEDULER_DYNAMIC = 0, 1
 WEIGHT_LAYOUT_K_MAJOR, WEIGHT_LAYOUT_N_MAJOR = 0, 1
 WEIGHT_LAYOUTS = {"k_major": WEIGHT_LAYOUT_K_MAJOR, "n_major": WEIGHT_LAYOUT_N_MAJOR}
+ACTIVATION_NONE, ACTIVATION_SWIGLU, ACTIVATION_CLAMPED_GEGLU = 0, 1, 2
+ACTIVATIONS = {"swiglu": ACTIVATION_SWIGLU, "geglu_clamped": ACTIVATION_CLAMPED_GEGLU}
+GLU_DEFAULTS = (1.702, 7.0, 1.0)  # the clamped GeGLU's (scale, limit, offset)
 
 # Status codes used by the Python layer itself.
 SUCCESS = 0
@@ -86,7 +89,8 @@ def desc_for(key):
     """The (Desc, workspace bytes) of one plan key, made once per key.
 
     key: (device, n, k, num_experts, weight_mode, c_dtype, d_dtype, bias_dtype, generate_c,
-    scheduler, tile_m, tile_n, cluster_m, sm_margin[, weight_layout]). Creating it asks the
+    scheduler, tile_m, tile_n, cluster_m, sm_margin[, weight_layout[, activation, glu_scale,
+    glu_limit, glu_offset[, glu_backward, glu_pre_dtype]]]). Creating it asks the
     library for the workspace, which checks every field of the descriptor (no GPU needed):
     refusals of the descriptor's fields surface here, those that depend on the device at the
     first call."""

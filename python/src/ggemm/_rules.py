@@ -20,6 +20,7 @@ A stride of a dimension of size 1 is never used to form an address, so it is not
 With N-major weights (weight_layout "n_major") each B_g is K x N: b is (L, K, N) with strides
 (K*N, N, 1), natural layout only, and b_ptrs entries point at (K, N) matrices.
 """
+import math
 from typing import Any, NamedTuple
 
 from . import _library as lib
@@ -121,6 +122,49 @@ def weight_layout_code(weight_layout):
     if code is None:
         refuse("weight_layout", "'k_major' or 'n_major'", f"{weight_layout!r}")
     return code
+
+
+def glu_settings(activation, glu_scale, glu_limit, glu_offset):
+    """(GGEMM_ACTIVATION_*, scale, limit, offset) of a fused GLU call: "swiglu" or
+    "geglu_clamped"; the constants must be finite with limit > 0 for the clamped GeGLU and are
+    ignored (passed as the defaults) for SwiGLU."""
+    code = lib.ACTIVATIONS.get(activation) if isinstance(activation, str) else None
+    if code is None:
+        refuse("activation", "'swiglu' or 'geglu_clamped'", f"{activation!r}")
+    if code != lib.ACTIVATION_CLAMPED_GEGLU:
+        return (code,) + lib.GLU_DEFAULTS
+    values = []
+    for name, value in (("glu_scale", glu_scale), ("glu_limit", glu_limit), ("glu_offset", glu_offset)):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            refuse(name, "a finite number", f"{value!r}")
+        if not math.isfinite(number):
+            refuse(name, "a finite number", f"{value!r}")
+        values.append(number)
+    if not values[1] > 0:
+        refuse("glu_limit", "a number > 0", f"{glu_limit!r}")
+    return (code,) + tuple(values)
+
+
+def check_glu_width(n):
+    """The pre-activation width N of a fused GLU: whole 64-column [gate 32 | up 32] blocks."""
+    if n % 64:
+        refuse("n", "N (the pre-activation width) a multiple of 64 with an activation", f"N = {n}")
+
+
+def glu_interleave_rows(n):
+    """The list of source rows that reorders [gate | up] halves of n rows into interleaved
+    32-row gate and up blocks: row i of the result is row rows[i] of the halves (the same rule
+    as the library's ggemm_glu_interleave_rows)."""
+    if not isinstance(n, int) or n <= 0 or n % 64:
+        refuse("n", "a positive multiple of 64", f"{n!r}")
+    half = n // 2
+    rows = []
+    for block in range(n // 64):
+        rows.extend(range(32 * block, 32 * block + 32))
+        rows.extend(range(half + 32 * block, half + 32 * block + 32))
+    return rows
 
 
 def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None,
@@ -262,6 +306,23 @@ def check_output(dt, name, t, ops, dtype, addresses=True):
         refuse(name, f"shape (M, N) = ({m}, {n}) with strides (N, 1), or the (M, N, 1) view",
                f"shape {tuple(shape)} with strides {tuple(strides)}")
     check_placement(name, t, ops.device, DATA_ALIGNMENT, addresses)
+
+
+def check_glu_pre(dt, pre, ops, addresses=True):
+    """dGLU's saved pre-activation: an (M, 2N) row-major tensor of an output dtype (the forward's
+    C), on the operands' device; returns its GGEMM_DTYPE_*. N is the activation's width, a
+    multiple of 32."""
+    if ops.n % 32:
+        refuse("n", "N (the activation's width) a multiple of 32", f"N = {ops.n}")
+    if pre is None:
+        refuse("pre", "the saved (M, 2N) pre-activation", "None")
+    code = output_code(dt, "pre", pre.dtype)
+    m, n2 = ops.m, 2 * ops.n
+    if tuple(pre.shape) != (m, n2) or not _fits(pre.shape, pre.stride(), (n2, 1)):
+        refuse("pre", f"shape (M, 2N) = ({m}, {n2}) with strides (2N, 1)",
+               f"shape {tuple(pre.shape)} with strides {tuple(pre.stride())}")
+    check_placement("pre", pre, ops.device, DATA_ALIGNMENT, addresses)
+    return code
 
 
 def check_same_problem(plan, ops):

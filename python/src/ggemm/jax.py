@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _library as lib
+from . import _rules as rules
 
 try:
     from . import _ggemm_xla
@@ -29,10 +30,14 @@ except ImportError as error:  # built without the XLA FFI headers
         "built): install jax, then reinstall with `pip install --no-build-isolation ./python`, "
         "or set GGEMM_XLA_FFI_INCLUDE_DIR to jax.ffi.include_dir() when building") from error
 
-__all__ = ["GroupedGemmResult", "grouped_gemm", "b_ptrs", "TARGET"]
+__all__ = ["GroupedGemmResult", "grouped_gemm", "glu", "dglu", "b_ptrs", "TARGET", "GLU_TARGET", "DGLU_TARGET"]
 
 TARGET = "ggemm_grouped_gemm"
+GLU_TARGET = "ggemm_glu"
+DGLU_TARGET = "ggemm_dglu"
 jax.ffi.register_ffi_target(TARGET, _ggemm_xla.handler(), platform="CUDA")
+jax.ffi.register_ffi_target(GLU_TARGET, _ggemm_xla.glu_handler(), platform="CUDA")
+jax.ffi.register_ffi_target(DGLU_TARGET, _ggemm_xla.dglu_handler(), platform="CUDA")
 
 _OUTPUT_CODES = {jnp.dtype(jnp.bfloat16): lib.DTYPE_BF16, jnp.dtype(jnp.float16): lib.DTYPE_FP16,
                  jnp.dtype(jnp.float32): lib.DTYPE_FP32}
@@ -69,24 +74,19 @@ def _workspace_bytes(key):
     return lib.desc_for(key)[1]
 
 
-def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
-                 c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
-                 dynamic_sched=False, zero_tail=True, tile_m=0, tile_n=0, cluster_m=0,
-                 sm_margin=0, valid_rows=None):
-    """The grouped GEMM on JAX arrays; returns GroupedGemmResult(d, c).
+class _Operands(NamedTuple):
+    m: int
+    n: int
+    k: int
+    num_experts: int
+    weight_mode: int
+    weights: jax.Array
+    bias: jax.Array
+    bias_code: int
 
-    a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32; prob (M,)
-    f32; weights either b (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses
-    as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
-    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing.
 
-    valid_rows: optional (L,) int32 per-expert valid-row counts (SM90 only): rows
-    [begin_g + valid_rows[g], end_g) of each segment are not computed (counts outside [0, segment
-    size] are clamped on the device). With zero_tail (the default) those rows of d and c are
-    zeros, like the rows past the last offset; without it they are left undefined. The
-    fixed-capacity expert-parallel layout (L, capacity, K), capacity a multiple of 256, is passed
-    as a = x.reshape(L * capacity, K), padded_offsets = capacity * arange(1, L + 1), valid_rows =
-    the token counts."""
+def _operands(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias):
+    """The shape and dtype rules of a call's inputs, checked while tracing."""
     if a is None or a.ndim != 2:
         _refuse("a", "a 2-D (M, K) array", "None" if a is None else f"shape {tuple(a.shape)}")
     m, k = a.shape
@@ -136,13 +136,53 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
         _expect("bias", bias, (num_experts, n), bias.dtype, "(L, N)")
     else:
         bias = jnp.zeros((0,), jnp.bfloat16)
-    c_code = _output_code("c_dtype", c_dtype)
-    d_code = _output_code("d_dtype", d_dtype)
+    return _Operands(m, n, k, num_experts, weight_mode, weights, bias, bias_code)
+
+
+def _zero_tail(padded_offsets, m, d, c, generate_c, valid_rows=None):
+    """Rows at or past padded_offsets[-1], and with valid_rows those past their expert's count,
+    set to zero."""
+    rows = jnp.arange(m, dtype=jnp.int32)
+    computed = rows < padded_offsets[-1]
+    if valid_rows is not None:  # and before its expert's count (clamped as the kernel does)
+        num_experts = padded_offsets.shape[0]
+        expert = jnp.minimum(jnp.searchsorted(padded_offsets, rows, side="right"), num_experts - 1)
+        begin = jnp.where(expert == 0, 0, padded_offsets[jnp.maximum(expert - 1, 0)])
+        computed = computed & (rows - begin < jnp.maximum(valid_rows[expert], 0))
+    computed = computed[:, None]
+    d = jnp.where(computed, d, jnp.zeros((), d.dtype))
+    if generate_c:
+        c = jnp.where(computed, c, jnp.zeros((), c.dtype))
+    return d, c
+
+
+def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+                 c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
+                 dynamic_sched=False, zero_tail=True, tile_m=0, tile_n=0, cluster_m=0,
+                 sm_margin=0, valid_rows=None):
+    """The grouped GEMM on JAX arrays; returns GroupedGemmResult(d, c).
+
+    a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32; prob (M,)
+    f32; weights either b (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses
+    as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
+    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing.
+
+    valid_rows: optional (L,) int32 per-expert valid-row counts (SM90 only): rows
+    [begin_g + valid_rows[g], end_g) of each segment are not computed (counts outside [0, segment
+    size] are clamped on the device). With zero_tail (the default) those rows of d and c are
+    zeros, like the rows past the last offset; without it they are left undefined. The
+    fixed-capacity expert-parallel layout (L, capacity, K), capacity a multiple of 256, is passed
+    as a = x.reshape(L * capacity, K), padded_offsets = capacity * arange(1, L + 1), valid_rows =
+    the token counts."""
+    m, n, k, num_experts, weight_mode, weights, bias, bias_code = _operands(
+        a, padded_offsets, alpha, prob, b, b_ptrs, n, bias)
     counts = valid_rows
     if counts is not None:
         _expect("valid_rows", counts, (num_experts,), jnp.int32, "(L,)")
     else:
         counts = jnp.zeros((0,), jnp.int32)
+    c_code = _output_code("c_dtype", c_dtype)
+    d_code = _output_code("d_dtype", d_dtype)
 
     scheduler = lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
     key = (0, n, k, num_experts, weight_mode, c_code, d_code, bias_code, bool(generate_c),
@@ -159,17 +199,90 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
                    tile_m=np.int32(tile_m), tile_n=np.int32(tile_n),
                    cluster_m=np.int32(cluster_m), sm_margin=np.int32(sm_margin))
     if zero_tail:
-        rows = jnp.arange(m, dtype=jnp.int32)
-        computed = rows < padded_offsets[-1]
-        if valid_rows is not None:  # and before its expert's count (clamped as the kernel does)
-            expert = jnp.minimum(jnp.searchsorted(padded_offsets, rows, side="right"), num_experts - 1)
-            begin = jnp.where(expert == 0, 0, padded_offsets[jnp.maximum(expert - 1, 0)])
-            computed = computed & (rows - begin < jnp.maximum(valid_rows[expert], 0))
-        computed = computed[:, None]
-        d = jnp.where(computed, d, jnp.zeros((), d.dtype))
-        if generate_c:
-            c = jnp.where(computed, c, jnp.zeros((), c.dtype))
+        d, c = _zero_tail(padded_offsets, m, d, c, generate_c, valid_rows)
     return GroupedGemmResult(d, c if generate_c else None)
+
+
+def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+        activation="swiglu", glu_scale=1.702, glu_limit=7.0, glu_offset=1.0,
+        c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False, dynamic_sched=False,
+        zero_tail=True, tile_n=0, sm_margin=0):
+    """The grouped GEMM with a fused gated activation; returns GroupedGemmResult(d, c).
+
+    Operands as grouped_gemm's; N is the pre-activation width, a multiple of 64, in interleaved
+    blocks of 32 gate and 32 up columns. d (M, N/2) = prob * act(gate, up) of the fp32
+    pre-activation alpha * (a @ B_g^T) (+ bias, not scaled by prob); c (M, N) the pre-activation
+    with generate_c. activation "swiglu" (silu(gate) * up) or "geglu_clamped" with glu_scale,
+    glu_limit, glu_offset (docs/python.md). Lowers to the XLA FFI custom call "ggemm_glu"."""
+    code, scale, limit, offset = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
+    m, n, k, num_experts, weight_mode, weights, bias, bias_code = _operands(
+        a, padded_offsets, alpha, prob, b, b_ptrs, n, bias)
+    rules.check_glu_width(n)
+    c_code = _output_code("c_dtype", c_dtype)
+    d_code = _output_code("d_dtype", d_dtype)
+    scheduler = lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
+    key = (0, n, k, num_experts, weight_mode, c_code, d_code, bias_code, bool(generate_c),
+           scheduler, 0, int(tile_n), 0, int(sm_margin), lib.WEIGHT_LAYOUT_K_MAJOR, code, scale,
+           limit, offset)
+    workspace = _workspace_bytes(key)
+    c_shape = (m, n) if generate_c else (0,)
+    call = jax.ffi.ffi_call(GLU_TARGET, (jax.ShapeDtypeStruct((m, n // 2), d_dtype),
+                                         jax.ShapeDtypeStruct(c_shape, c_dtype),
+                                         jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
+    d, c, _ = call(a, weights, padded_offsets, alpha, prob, bias,
+                   weight_mode=np.int32(weight_mode), c_dtype=np.int32(c_code),
+                   d_dtype=np.int32(d_code), bias_dtype=np.int32(bias_code),
+                   generate_c=np.int32(bool(generate_c)), scheduler=np.int32(scheduler),
+                   tile_n=np.int32(tile_n), sm_margin=np.int32(sm_margin), n=np.int32(n),
+                   activation=np.int32(code), glu_scale=np.float32(scale),
+                   glu_limit=np.float32(limit), glu_offset=np.float32(offset))
+    if zero_tail:
+        d, c = _zero_tail(padded_offsets, m, d, c, generate_c)
+    return GroupedGemmResult(d, c if generate_c else None)
+
+
+def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, activation="swiglu",
+         glu_scale=1.702, glu_limit=7.0, glu_offset=1.0, d_dtype=jnp.bfloat16, dynamic_sched=False,
+         tile_n=0, sm_margin=0):
+    """The fused GLU's backward with the next layer's input-gradient GEMM; returns (d_pre, d_prob).
+
+    dy (M, K) bf16; b the next layer's weights as its forward stores them, N-major (L, K, N) (or
+    b_ptrs with n); N the activation's width, a multiple of 32; pre the forward's saved (M, 2N)
+    pre-activation. d_pre (M, 2N) of d_dtype and d_prob (M,) f32 as ggemm.torch.dglu describes
+    them (rows no expert computes: d_prob 0, d_pre unspecified). Lowers to "ggemm_dglu"."""
+    code, scale, limit, offset = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
+    if b is not None:
+        if b.ndim != 3:
+            _refuse("b", "shape (L, K, N) (N-major: the next layer's forward weights)", f"shape {tuple(b.shape)}")
+        # _operands reads (L, N, K): the same rules on the transposed shape.
+        b_view = jax.ShapeDtypeStruct((b.shape[0], b.shape[2], b.shape[1]), b.dtype)
+    else:
+        b_view = None
+    m, n, k, num_experts, weight_mode, _, _, _ = _operands(dy, padded_offsets, alpha, prob, b_view, b_ptrs, n, None)
+    weights = b if b is not None else b_ptrs
+    if n % 32:
+        _refuse("n", "N (the activation's width) a multiple of 32", f"N = {n}")
+    if pre is None:
+        _refuse("pre", "the saved (M, 2N) pre-activation", "None")
+    pre_code = _output_code("pre", pre.dtype)
+    _expect("pre", pre, (m, 2 * n), pre.dtype, "(M, 2N)")
+    d_code = _output_code("d_dtype", d_dtype)
+    scheduler = lib.SCHEDULER_DYNAMIC if dynamic_sched else lib.SCHEDULER_STATIC
+    key = (0, n, k, num_experts, weight_mode, lib.DTYPE_BF16, d_code, lib.DTYPE_NONE, False, scheduler, 0,
+           int(tile_n), 0, int(sm_margin), lib.WEIGHT_LAYOUT_N_MAJOR, code, scale, limit, offset, 1, pre_code)
+    desc = lib.desc_for(key)[0]
+    status, workspace = desc.workspace_size(m)  # grows with M
+    lib.check(status)
+    call = jax.ffi.ffi_call(DGLU_TARGET, (jax.ShapeDtypeStruct((m, 2 * n), d_dtype),
+                                          jax.ShapeDtypeStruct((m,), jnp.float32),
+                                          jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
+    d_pre, d_prob, _ = call(dy, weights, padded_offsets, alpha, prob, pre,
+                            weight_mode=np.int32(weight_mode), weight_layout=np.int32(lib.WEIGHT_LAYOUT_N_MAJOR),
+                            d_dtype=np.int32(d_code), scheduler=np.int32(scheduler), tile_n=np.int32(tile_n),
+                            sm_margin=np.int32(sm_margin), activation=np.int32(code),
+                            glu_scale=np.float32(scale), glu_limit=np.float32(limit),
+                            glu_offset=np.float32(offset), glu_pre_dtype=np.int32(pre_code))
+    return d_pre, d_prob
 
 
 def b_ptrs(weights):

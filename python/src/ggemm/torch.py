@@ -17,7 +17,8 @@ from . import _library as lib
 from . import _rules as rules
 from ._library import GgemmError
 
-__all__ = ["GroupedGemmResult", "grouped_gemm", "GroupedGemm", "b_ptrs", "wgrad", "GgemmError"]
+__all__ = ["GroupedGemmResult", "grouped_gemm", "glu", "dglu", "glu_interleave_rows", "GroupedGemm", "b_ptrs",
+           "wgrad", "GgemmError"]
 
 DTYPES = rules.Dtypes(torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64,
                       getattr(torch, "uint64", None))
@@ -242,6 +243,149 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     return _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                   generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status,
                   weight_layout, valid_rows)
+
+
+# --- the fused GLU forward ---------------------------------------------------------------------------
+
+def _glu_eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, settings, c_dtype, d_dtype,
+               generate_c, dynamic_sched, tile_n, sm_margin, check_status, weight_layout):
+    ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
+                               weight_layout=rules.weight_layout_code(weight_layout))
+    rules.check_glu_width(ops.n)
+    c_code = rules.output_code(DTYPES, "c_dtype", c_dtype)
+    d_code = rules.output_code(DTYPES, "d_dtype", d_dtype)
+    key = _plan_key(ops, c_code, d_code, generate_c, dynamic_sched, 0, tile_n, 0, sm_margin)
+    desc, workspace_bytes = lib.desc_for(key + tuple(settings))
+    d = torch.empty((ops.m, ops.n // 2), dtype=d_dtype, device=a.device)
+    c = torch.empty((ops.m, ops.n), dtype=c_dtype, device=a.device) if generate_c else None
+    _launch(desc.grouped_gemm, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d,
+            workspace_bytes, None, check_status)
+    if ops.spec_a:
+        d = d.unsqueeze(-1)
+        c = c.unsqueeze(-1) if generate_c else c
+    return GroupedGemmResult(d, c)
+
+
+@torch.library.custom_op("ggemm::glu", mutates_args=(), device_types="cuda")
+def _glu_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch.Tensor, prob: torch.Tensor,
+            b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+            n: int, activation: int, glu_scale: float, glu_limit: float, glu_offset: float,
+            c_dtype: torch.dtype, d_dtype: torch.dtype, generate_c: bool, dynamic_sched: bool,
+            tile_n: int, sm_margin: int, weight_layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    d, c = _glu_eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
+                      (activation, glu_scale, glu_limit, glu_offset), c_dtype, d_dtype, generate_c,
+                      dynamic_sched, tile_n, sm_margin, False, weight_layout)
+    if c is None:
+        c = torch.empty(0, dtype=c_dtype, device=a.device)
+    return d, c
+
+
+@_glu_op.register_fake
+def _glu_fake(a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, activation, glu_scale, glu_limit,
+              glu_offset, c_dtype, d_dtype, generate_c, dynamic_sched, tile_n, sm_margin,
+              weight_layout):
+    m = a.shape[0]
+    d = a.new_empty((m, n // 2), dtype=d_dtype)
+    c = a.new_empty((m, n) if generate_c else (0,), dtype=c_dtype)
+    return d, c
+
+
+def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+        activation="swiglu", glu_scale=1.702, glu_limit=7.0, glu_offset=1.0,
+        c_dtype=torch.bfloat16, d_dtype=torch.bfloat16, generate_c=False, dynamic_sched=False,
+        tile_n=0, sm_margin=0, check_status=False, weight_layout="k_major"):
+    """The grouped GEMM with a fused gated activation; returns GroupedGemmResult(d, c).
+
+    Operands as grouped_gemm's, with N (b's rows, or n with b_ptrs) the pre-activation width, a
+    multiple of 64, in interleaved blocks: columns 64j .. 64j+31 are a gate block, 64j+32 ..
+    64j+63 its up block (glu_interleave_rows reorders [gate | up] halves). For row r of expert g:
+
+        pre = alpha[g] * (a @ B_g^T)[r] (+ bias[g])        fp32; the bias is not scaled by prob
+        d[r, 32j + i] = prob[r] * act(pre[64j + i], pre[64j + 32 + i])        d is (M, N/2)
+        c = pre (M, N), with generate_c
+
+    activation "swiglu": act = silu(gate) * up; "geglu_clamped": g = min(gate, glu_limit),
+    u = clamp(up, -glu_limit, glu_limit), act = (u + glu_offset) * g * sigmoid(glu_scale * g)
+    (defaults 1.702, 7, 1). SM90 only (the library refuses an activation on SM100). Refusals
+    raise ValueError before anything is launched. No autograd: inputs that require grad are
+    refused (use grouped_gemm and the activation in PyTorch to train)."""
+    settings = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
+    if torch.compiler.is_compiling():
+        if check_status:
+            raise ValueError("check_status: expected False under torch.compile (reading the "
+                             "device status synchronizes), got True")
+        ops = rules.check_operands(DTYPES, a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
+                                   addresses=False,
+                                   weight_layout=rules.weight_layout_code(weight_layout))
+        rules.check_glu_width(ops.n)
+        rules.output_code(DTYPES, "c_dtype", c_dtype)
+        rules.output_code(DTYPES, "d_dtype", d_dtype)
+        a, prob, b, bias = _natural_views(ops, a, prob, b, bias)
+        d, c = _glu_op(a, padded_offsets, alpha, prob, b, b_ptrs, bias, ops.n, *settings, c_dtype,
+                       d_dtype, bool(generate_c), bool(dynamic_sched), int(tile_n), int(sm_margin),
+                       weight_layout)
+        return _result(ops, d, c, generate_c)
+    if _wants_grad(a, alpha, prob, b, bias):
+        rules.refuse("a, b, alpha, prob, bias", "tensors that do not require grad (glu has no "
+                     "backward yet)", "a tensor that requires grad")
+    return _glu_eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, settings, c_dtype,
+                      d_dtype, generate_c, dynamic_sched, int(tile_n), int(sm_margin), check_status,
+                      weight_layout)
+
+
+def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, activation="swiglu",
+         glu_scale=1.702, glu_limit=7.0, glu_offset=1.0, d_dtype=torch.bfloat16, dynamic_sched=False,
+         tile_n=0, sm_margin=0, check_status=False, weight_layout="n_major"):
+    """The fused GLU's backward with the next layer's input-gradient GEMM; returns (d_pre, d_prob).
+
+    dy (M, K) bf16 is the upstream gradient and b that layer's weights, by default as its forward
+    stores them (weight_layout="n_major": b (L, K, N)); N is the activation's width, a multiple
+    of 32. pre (M, 2N) is the forward's saved pre-activation (glu's c). With R = alpha[g] * dy @ B_g
+    (fp32): d_pre (M, 2N) of d_dtype = R * prob * d act / d (gate, up), interleaved as pre;
+    d_prob (M,) fp32 = sum over columns of R * act (0 for rows no expert computes). activation
+    and constants as the forward's. Bitwise reproducible (ordered sums, no atomics); SM90 only."""
+    settings = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
+    layout = rules.weight_layout_code(weight_layout)
+    ops = rules.check_operands(DTYPES, dy, padded_offsets, alpha, prob, b, b_ptrs, n, None,
+                               weight_layout=layout)
+    pre_code = rules.check_glu_pre(DTYPES, pre, ops)
+    d_code = rules.output_code(DTYPES, "d_dtype", d_dtype)
+    if _wants_grad(dy, alpha, prob, b, pre):
+        rules.refuse("dy, b, alpha, prob, pre", "tensors that do not require grad (dglu is itself "
+                     "a backward)", "a tensor that requires grad")
+    key = _plan_key(ops, lib.DTYPE_BF16, d_code, False, dynamic_sched, 0, tile_n, 0, sm_margin)
+    desc, _ = lib.desc_for(key + tuple(settings) + (1, pre_code))
+    status, workspace_bytes = desc.workspace_size(ops.m)  # grows with M
+    lib.check(status)
+    workspace = (torch.empty(workspace_bytes, dtype=torch.uint8, device=dy.device)
+                 if workspace_bytes else None)
+    d_pre = torch.empty((ops.m, 2 * ops.n), dtype=d_dtype, device=dy.device)
+    d_prob = torch.empty(ops.m, dtype=torch.float32, device=dy.device)
+    status_word = _StatusWord(dy.device) if check_status else None
+    switch = torch.cuda.current_device() != ops.device
+    if switch:
+        previous = torch.cuda.current_device()
+        torch.cuda.set_device(ops.device)
+    try:
+        status = desc.dglu(ops.m, dy.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(),
+                           alpha.data_ptr(), prob.data_ptr(), pre.data_ptr(), d_pre.data_ptr(),
+                           d_prob.data_ptr(), _ptr(workspace), workspace_bytes if workspace is not None else 0,
+                           _ptr(status_word.word) if status_word else 0, _stream(ops.device))
+    finally:
+        if switch:
+            torch.cuda.set_device(previous)
+    if status:
+        raise GgemmError(status)
+    if status_word:
+        status_word.raise_if_set()
+    return d_pre, d_prob
+
+
+def glu_interleave_rows(n):
+    """The row permutation (a (n,) int64 CPU tensor) that takes weights stored as [gate | up]
+    halves to glu's interleaved blocks: w_interleaved = w_halves[:, rows] for (L, N, K) weights
+    (w_halves[:, :, rows] for N-major (L, K, N) ones); a [gate | up] bias the same way."""
+    return torch.tensor(rules.glu_interleave_rows(n), dtype=torch.int64)
 
 
 # --- discrete weights ------------------------------------------------------------------------------

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""The fused GLU forward against its unfused paths on the fc1 cases of the MoE suite.
+
+For every case of bench/moe_shapes.json whose name holds "fc1" (N = 2 * I, the pre-activation
+width, in interleaved 32-column gate/up blocks):
+  1. check: ggemm's fused SwiGLU (alpha = prob = 1) against torch._grouped_mm followed by SwiGLU
+     in fp32 on the interleaved blocks; relative Frobenius error <= 1e-2 (D poisoned first);
+  2. time, in interleaved rounds (order rotating every round), medians of event-timed runs,
+     inputs rotated over several sets so the L2 cannot serve a run:
+       glu          ggemm, activation = SwiGLU: bf16 D of M x N/2, no C
+       plain        ggemm's plain grouped GEMM of the same M x N x K: bf16 D of M x N
+       plain_eager  plain, then SwiGLU in eager PyTorch on its interleaved blocks (bf16)
+       mm_compiled  torch._grouped_mm, then the SwiGLU compiled by torch.compile
+  3. the backward, on the same case's second layer (W2 of hidden x I = K x N/2, N-major, as
+     its forward stores it): dGLU (R = dY @ W2 of M x N/2, the saved bf16 pre-activation,
+     d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
+Writes glu.json into --out and prints a table with the ratios:
+  glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
+  mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import ggemm_ctypes as gg  # noqa: E402
+from peers import load_cases, rel_error, short_error, time_ops  # noqa: E402
+
+CHECK_TOLERANCE = 1e-2
+MAX_SETS = 16
+L2_MULTIPLE = 3.0
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--lib", default="build-gpu/libggemm.so", help="path of libggemm.so")
+    p.add_argument("--shapes", default=os.path.join(HERE, "moe_shapes.json"))
+    p.add_argument("--cases", default="", help="comma-separated case names (default: every fc1 case)")
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
+    p.add_argument("--lead-cycles", type=int, default=200000)
+    p.add_argument("--out", default="out", help="output folder")
+    return p.parse_args()
+
+
+def swiglu_blocks(torch, pre):
+    """SwiGLU on interleaved blocks: pre (M, N) -> (M, N/2), gate first in each 64 columns."""
+    m, n = pre.shape
+    v = pre.view(m, n // 64, 2, 32)
+    return (torch.nn.functional.silu(v[:, :, 0]) * v[:, :, 1]).reshape(m, n // 2)
+
+
+class Case:
+    def __init__(self, torch, lib, case, sets_wanted):
+        dev = torch.device("cuda")
+        bf16 = torch.bfloat16
+        self.name = case["name"]
+        self.L, self.n, self.k = case["experts"], case["n"], case["k"]
+        offsets = list(case["padded_offsets"])
+        self.m = offsets[-1]
+        set_bytes = self.m * self.k * 2 + self.L * self.n * self.k * 2
+        l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 50 << 20)
+        self.sets = sets_wanted or min(MAX_SETS, max(2, int(L2_MULTIPLE * l2 / set_bytes) + 1))
+        self.offs = torch.tensor(offsets, dtype=torch.int32, device=dev)
+        self.alpha = torch.ones(self.L, dtype=torch.float32, device=dev)
+        self.prob = torch.ones(max(self.m, 1), dtype=torch.float32, device=dev)
+        self.a = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
+        self.b = [torch.empty(self.L, self.n, self.k, dtype=bf16, device=dev).uniform_(-1, 1) / 8
+                  for _ in range(self.sets)]
+        self.bt = [b.transpose(-2, -1) for b in self.b]
+        self.d_glu = torch.empty(self.m, self.n // 2, dtype=bf16, device=dev)
+        # The backward: dY (M x K), W2 (L x K x N/2, N-major), the saved pre-activation (M x N).
+        self.dy = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
+        self.w2 = [torch.empty(self.L, self.k, self.n // 2, dtype=bf16, device=dev).uniform_(-1, 1) / 8
+                   for _ in range(self.sets)]
+        self.pre = torch.empty(self.m, self.n, dtype=bf16, device=dev).uniform_(-8, 8)
+        self.d_pre = torch.empty(self.m, self.n, dtype=bf16, device=dev)
+        self.d_prob = torch.empty(max(self.m, 1), dtype=torch.float32, device=dev)
+        self.dgrad_out = torch.empty(self.m, self.n // 2, dtype=bf16, device=dev)
+        self.d_plain = torch.empty(self.m, self.n, dtype=bf16, device=dev)
+        self.status = torch.zeros(1, dtype=torch.int32, device=dev)
+        self.plans = []
+        self.lib = lib
+
+    def plan(self, torch, activation):
+        lib = self.lib
+        plan = lib.plan(lib.plan_desc(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n,
+                                      k=self.k, num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE,
+                                      c_dtype=gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE,
+                                      generate_c=0, scheduler=gg.SCHEDULER_STATIC, activation=activation))
+        self.plans.append(plan)
+        ws = plan.workspace_size()
+        workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
+        d = self.d_glu if activation != gg.ACTIVATION_NONE else self.d_plain
+        args = [lib.args(m=self.m, a=self.a[s].data_ptr(), b=self.b[s].data_ptr(),
+                         padded_offsets=self.offs.data_ptr(), alpha=self.alpha.data_ptr(),
+                         prob=self.prob.data_ptr(), d=d.data_ptr(),
+                         workspace=workspace.data_ptr() if ws else None, workspace_size=ws,
+                         device_status=self.status.data_ptr()) for s in range(self.sets)]
+        return plan, args, workspace
+
+    def backward_plan(self, torch, dglu):
+        """dGLU (SwiGLU) or the plain dgrad GEMM of the same size, N-major W2."""
+        lib = self.lib
+        fields = dict(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n // 2, k=self.k,
+                      num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
+                      d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE, generate_c=0,
+                      scheduler=gg.SCHEDULER_STATIC, weight_layout=1)
+        if dglu:
+            fields.update(activation=gg.ACTIVATION_SWIGLU, glu_backward=1, glu_pre_dtype=gg.DTYPE_BF16)
+        plan = lib.plan(lib.plan_desc(**fields))
+        self.plans.append(plan)
+        ws = plan.workspace_size()
+        workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
+        extra = dict(glu_pre=self.pre.data_ptr(), d_prob=self.d_prob.data_ptr()) if dglu else {}
+        d = self.d_pre if dglu else self.dgrad_out
+        args = [lib.args(m=self.m, a=self.dy[s].data_ptr(), b=self.w2[s].data_ptr(),
+                         padded_offsets=self.offs.data_ptr(), alpha=self.alpha.data_ptr(),
+                         prob=self.prob.data_ptr(), d=d.data_ptr(),
+                         workspace=workspace.data_ptr() if ws else None, workspace_size=ws,
+                         device_status=self.status.data_ptr(), **extra) for s in range(self.sets)]
+        return plan, args, workspace
+
+    def destroy(self):
+        for plan in self.plans:
+            plan.destroy()
+
+
+def run_case(torch, lib, case, opts, stream, compiled_act):
+    result = {"name": case["name"], "L": case["experts"], "N": case["n"], "K": case["k"], "errors": {}}
+    data = Case(torch, lib, case, opts.sets)
+    result.update(M=data.m, sets=data.sets)
+    handle = stream.cuda_stream
+    try:
+        glu_plan, glu_args, _glu_ws = data.plan(torch, gg.ACTIVATION_SWIGLU)
+        plain_plan, plain_args, _plain_ws = data.plan(torch, gg.ACTIVATION_NONE)
+        result["glu_plan"] = glu_plan.describe()
+        result["plain_plan"] = plain_plan.describe()
+
+        data.d_glu.fill_(float("nan"))
+        glu_plan.execute(glu_args[0], handle)
+        try:  # an fp32 pre-activation where torch._grouped_mm offers one, else bf16
+            pre = torch._grouped_mm(data.a[0], data.bt[0], offs=data.offs, out_dtype=torch.float32)
+        except Exception:  # noqa: BLE001
+            pre = torch._grouped_mm(data.a[0], data.bt[0], offs=data.offs, out_dtype=torch.bfloat16).float()
+        ref = swiglu_blocks(torch, pre)
+        torch.cuda.synchronize()
+        err = rel_error(data.d_glu, ref)
+        status = int(data.status.item()) & 0xFFFFFFFF
+        result["check"] = {"rel_err": err, "ok": bool(err <= CHECK_TOLERANCE) and status == 0,
+                           "device_status": status}
+
+        dglu_plan, dglu_args, _dglu_ws = data.backward_plan(torch, True)
+        dgrad_plan, dgrad_args, _dgrad_ws = data.backward_plan(torch, False)
+        result["dglu_plan"] = dglu_plan.describe()
+        # dGLU against torch: R = dY @ W2 per expert (fp32), then the SwiGLU derivative.
+        dglu_plan.execute(dglu_args[0], handle)
+        torch.cuda.synchronize()
+        begin, worst = 0, 0.0
+        for g, end in enumerate(case["padded_offsets"][:2]):  # two experts keep the check short
+            if end > begin:
+                r = data.dy[0][begin:end].float() @ data.w2[0][g].float()
+                v = data.pre[begin:end].float().view(end - begin, -1, 2, 32)
+                gate, up = v[:, :, 0].reshape(r.shape), v[:, :, 1].reshape(r.shape)
+                s = torch.sigmoid(gate)
+                d_gate = r * up * (s + gate * s * (1 - s))
+                d_up = r * gate * s
+                ref = torch.stack((d_gate.view(end - begin, -1, 32), d_up.view(end - begin, -1, 32)), 2)
+                worst = max(worst, rel_error(data.d_pre[begin:end], ref.reshape(end - begin, -1)))
+                worst = max(worst, rel_error(data.d_prob[begin:end], (r * gate * s * up).sum(1)))
+            begin = end
+        result["dglu_check"] = {"rel_err": worst, "ok": bool(worst <= CHECK_TOLERANCE)}
+
+        act_out = torch.empty(data.m, data.n // 2, dtype=torch.bfloat16, device="cuda")
+        ops = [
+            ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
+            ("plain", lambda s: plain_plan.execute(plain_args[s], handle)),
+            ("plain_eager", lambda s: (plain_plan.execute(plain_args[s], handle),
+                                       act_out.copy_(swiglu_blocks(torch, data.d_plain)))),
+            ("mm_compiled", lambda s: compiled_act(torch._grouped_mm(
+                data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16))),
+            ("dglu", lambda s: dglu_plan.execute(dglu_args[s], handle)),
+            ("dgrad", lambda s: dgrad_plan.execute(dgrad_args[s], handle)),
+        ]
+        for name, fn in ops:  # compile and warm every path outside the timed rounds
+            fn(0)
+        torch.cuda.synchronize()
+        samples = time_ops(torch, stream, ops, data.sets, opts.rounds, opts.warmup, opts.lead_cycles)
+        med = {name: statistics.median(v) for name, v in samples.items()}
+        result["median_ms"] = med
+        result["ratios"] = {
+            "glu_over_plain": med["glu"] / med["plain"],
+            "plain_eager_over_glu": med["plain_eager"] / med["glu"],
+            "mm_compiled_over_glu": med["mm_compiled"] / med["glu"],
+            "dglu_over_dgrad": med["dglu"] / med["dgrad"],
+        }
+    except Exception as e:  # noqa: BLE001 - record and go on with the other cases
+        result["errors"]["case"] = short_error(e)
+    finally:
+        data.destroy()
+    return result
+
+
+def geomean(values):
+    values = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def main():
+    opts = parse_args()
+    import torch
+
+    lib = gg.Library(opts.lib)
+    cases = [c for c in load_cases(opts.shapes, opts.cases) if opts.cases or "fc1" in c["name"]]
+    os.makedirs(opts.out, exist_ok=True)
+    compiled_act = torch.compile(lambda pre: swiglu_blocks(torch, pre))
+    stream = torch.cuda.Stream()
+    results = []
+    with torch.cuda.stream(stream):
+        for case in cases:
+            results.append(run_case(torch, lib, case, opts, stream, compiled_act))
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    summary = {
+        "geomean_plain_eager_over_glu": geomean([r.get("ratios", {}).get("plain_eager_over_glu") for r in results]),
+        "worst_glu_over_plain": max((r["ratios"]["glu_over_plain"] for r in results if "ratios" in r), default=None),
+        "min_mm_compiled_over_glu": min((r["ratios"]["mm_compiled_over_glu"] for r in results if "ratios" in r),
+                                        default=None),
+        "worst_dglu_over_dgrad": max((r["ratios"]["dglu_over_dgrad"] for r in results if "ratios" in r),
+                                     default=None),
+        "check_failures": [r["name"] for r in results if not r.get("check", {}).get("ok", False)
+                           or not r.get("dglu_check", {}).get("ok", False)],
+        "cases_with_errors": [r["name"] for r in results if r["errors"]],
+    }
+    with open(os.path.join(opts.out, "glu.json"), "w") as f:
+        json.dump({"cases": results, "summary": summary, "rounds": opts.rounds}, f, indent=1)
+
+    print("%-18s %9s %9s %11s %11s  %8s %8s %8s  %9s %9s %8s  %s" % (
+        "case", "glu ms", "plain ms", "plain+eag", "mm+compile", "glu/pln", "eag/glu", "cmp/glu", "dglu ms",
+        "dgrad ms", "dglu/dgr", "check"))
+    for r in results:
+        if "median_ms" not in r:
+            print("%-18s errors: %s" % (r["name"], r["errors"]))
+            continue
+        m, q = r["median_ms"], r["ratios"]
+        print("%-18s %9.3f %9.3f %11.3f %11.3f  %8.3f %8.3f %8.3f  %9.3f %9.3f %8.3f  %.1e %.1e%s" % (
+            r["name"], m["glu"], m["plain"], m["plain_eager"], m["mm_compiled"], q["glu_over_plain"],
+            q["plain_eager_over_glu"], q["mm_compiled_over_glu"], m["dglu"], m["dgrad"], q["dglu_over_dgrad"],
+            r["check"]["rel_err"], r["dglu_check"]["rel_err"],
+            "" if r["check"]["ok"] and r["dglu_check"]["ok"] else " FAILED"))
+    f = lambda v: "-" if v is None else "%.3f" % v  # noqa: E731
+    print("geomean plain+eager / glu %s (target >= 1.3); worst glu / plain %s (target <= 1.05); "
+          "min mm+compiled / glu %s (target > 1); worst dglu / dgrad %s (target <= 1.10)" % (
+              f(summary["geomean_plain_eager_over_glu"]), f(summary["worst_glu_over_plain"]),
+              f(summary["min_mm_compiled_over_glu"]), f(summary["worst_dglu_over_dgrad"])))
+    if summary["check_failures"]:
+        print("FAILED checks: " + ", ".join(summary["check_failures"]))
+    return 1 if summary["check_failures"] or summary["cases_with_errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+// dGLU (desc->glu_backward) on the GPU: d_pre (M x 2N, interleaved) and d_prob from the
+// input-gradient GEMM R = alpha * dY @ B_g(^T) and the saved pre-activation, against the fp64
+// reference of tests/support/glu_reference.h; both activations, non-default constants, every
+// d_pre and pre-activation dtype, both weight layouts, N with a final 32-column block, pieces of
+// the last round; static and dynamic schedulers and repeated runs bitwise equal; rows no expert
+// computes keep D's poison and get d_prob = 0.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/gpu/runner.h"
+#include "tests/support/glu_reference.h"
+
+using namespace ggemm_test;
+
+namespace {
+
+struct DgluConfig {
+    CaseConfig base;          // A = dY, B = the layer's weights, n = N (the activation's width)
+    int32_t activation = GGEMM_ACTIVATION_SWIGLU;
+    float scale = 1.702f, limit = 7.0f, offset = 1.0f;
+    int32_t pre_dtype = GGEMM_DTYPE_BF16;
+};
+
+struct DgluOutputs {
+    std::vector<uint8_t> d_pre;  // rows_allocated x 2N of d_dtype
+    std::vector<uint8_t> d_prob; // rows_allocated fp32
+    uint32_t status = 0;
+};
+
+// Runs dGLU once on fresh poisoned outputs (d_prob past M too), through a plan; with `graph`, the
+// execute (its memset, GEMM and reduction) is captured into a CUDA graph and replayed twice, the
+// outputs poisoned again before the second replay.
+DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const std::vector<uint8_t>& pre,
+                     int32_t scheduler, const Stream& stream, bool graph = false) {
+    const CaseConfig& config = host_case.config;
+    const int64_t rows_allocated = host_case.m + CaseBuffers::kGuardRows;
+    ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, scheduler);
+    desc.generate_c = 0;
+    desc.activation = dglu.activation;
+    desc.glu_scale = dglu.scale;
+    desc.glu_limit = dglu.limit;
+    desc.glu_offset = dglu.offset;
+    desc.glu_backward = 1;
+    desc.glu_pre_dtype = dglu.pre_dtype;
+    Plan plan(desc);
+    DeviceBuffer a, b, offsets, alpha, prob, pre_buffer, d_pre, d_prob, status, workspace;
+    a.assign(host_case.a);
+    b.assign(host_case.b);
+    offsets.assign(host_case.offsets);
+    alpha.assign(host_case.alpha);
+    prob.assign(host_case.prob);
+    pre_buffer.assign(pre);
+    d_pre.allocate(static_cast<std::size_t>(rows_allocated * 2 * config.n) * dtype_size(config.d_dtype));
+    d_prob.allocate(static_cast<std::size_t>(rows_allocated) * sizeof(float));
+    status.allocate(sizeof(uint32_t));
+    workspace.allocate(plan.workspace_size());
+    d_pre.fill(kPoisonByte, stream.get());
+    d_prob.fill(kPoisonByte, stream.get());
+    ggemm_args args;
+    REQUIRE(ggemm_args_init(&args, sizeof args) == GGEMM_SUCCESS);
+    args.m = host_case.m;
+    args.a = a.get();
+    args.b = b.get();
+    args.padded_offsets = offsets.as<int32_t>();
+    args.alpha = alpha.as<float>();
+    args.prob = prob.as<float>();
+    args.d = d_pre.get();
+    args.glu_pre = pre_buffer.get();
+    args.d_prob = d_prob.as<float>();
+    args.workspace = workspace.get();
+    args.workspace_size = workspace.bytes();
+    args.device_status = status.as<uint32_t>();
+    if (graph) {
+        Graph captured;
+        captured.begin_capture(stream.get());
+        CHECK_GGEMM(ggemm_execute(plan.get(), &args, stream.get()));
+        captured.end_capture(stream.get());
+        captured.launch(stream.get());
+        d_pre.fill(kPoisonByte, stream.get());
+        d_prob.fill(kPoisonByte, stream.get());
+        captured.launch(stream.get());
+    } else {
+        CHECK_GGEMM(ggemm_execute(plan.get(), &args, stream.get()));
+    }
+    CHECK_LAUNCH();
+    stream.synchronize();
+    DgluOutputs out;
+    out.d_pre = d_pre.download();
+    out.d_prob = d_prob.download();
+    const std::vector<uint8_t> word = status.download();
+    std::memcpy(&out.status, word.data(), sizeof out.status);
+    return out;
+}
+
+void verify_dglu(const std::string& what, const HostCase& host_case, const Problem& problem, const DgluResult& reference,
+                 const DgluOutputs& out) {
+    const CaseConfig& config = host_case.config;
+    const int64_t rows_allocated = host_case.m + CaseBuffers::kGuardRows;
+    const std::vector<int32_t> owner = defined_rows(problem, rows_allocated);
+    bool any_defined = false;
+    for (const int32_t expert : owner) any_defined = any_defined || expert >= 0;
+    const OutputCheck d = check_output("d_pre", out.d_pre.data(), rows_allocated, 2 * config.n, config.d_dtype,
+                                       reference.d_pre, false, owner, !any_defined);
+    CHECK_MESSAGE(d.ok(), what << ": " << d.summary());
+    // d_prob: every row of M written (0 where no expert computes it), nothing past M.
+    std::vector<float> d_prob(static_cast<std::size_t>(rows_allocated));
+    std::memcpy(d_prob.data(), out.d_prob.data(), d_prob.size() * sizeof(float));
+    FrobeniusSum error;
+    for (std::size_t i = 0; i < reference.d_pre.rows.size(); ++i) {
+        error.add(d_prob[static_cast<std::size_t>(reference.d_pre.rows[i])], reference.d_prob[i]);
+    }
+    int64_t undefined_nonzero = 0, past_m_written = 0;
+    for (int64_t row = 0; row < rows_allocated; ++row) {
+        if (row >= host_case.m) {
+            past_m_written += count_unpoisoned(&d_prob[static_cast<std::size_t>(row)], sizeof(float)) != 0;
+        } else if (owner[static_cast<std::size_t>(row)] < 0) {
+            undefined_nonzero += d_prob[static_cast<std::size_t>(row)] != 0.0f;
+        }
+    }
+    if (!reference.d_pre.rows.empty()) {
+        CHECK_MESSAGE(error.relative() < 1e-4, what << ": d_prob relative error " << error.relative());
+    }
+    CHECK_MESSAGE(undefined_nonzero == 0, what << ": " << undefined_nonzero << " rows no expert computes have d_prob != 0");
+    CHECK_MESSAGE(past_m_written == 0, what << ": " << past_m_written << " d_prob entries past M written");
+    CHECK_MESSAGE(out.status == 0, what << ": device status " << out.status);
+    MESSAGE(what << ": " << d.summary() << "; d_prob error " << error.relative());
+}
+
+void check_dglu_case(const DgluConfig& dglu) {
+    const HostCase host_case = make_case(dglu.base);
+    const Problem problem = host_case.problem();
+    const CaseConfig& config = host_case.config;
+    std::vector<uint8_t> pre(static_cast<std::size_t>(host_case.m * 2 * config.n) * dtype_size(dglu.pre_dtype));
+    // Pre-activations past the default limit of 7, so the clamps and both branches are exercised.
+    fill_uniform(pre.data(), pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f,
+                 mix_seed(config.seed, 77));
+    GluParams params;
+    params.activation = dglu.activation;
+    params.scale = dglu.scale;
+    params.limit = dglu.limit;
+    params.offset = dglu.offset;
+    const std::vector<int64_t> rows = reference_rows(host_case);
+    const DgluResult reference = compute_dglu_reference(problem, params, pre.data(), dglu.pre_dtype, &rows);
+    const std::string what = describe(config) + " dGLU " + (dglu.activation == GGEMM_ACTIVATION_SWIGLU ? "SwiGLU" : "GeGLU") +
+                             " pre=" + dtype_name(dglu.pre_dtype) + " M=" + std::to_string(host_case.m);
+    Stream stream;
+    const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
+    const DgluOutputs dynamic = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_DYNAMIC, stream);
+    const DgluOutputs again = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
+    verify_dglu(what + " [static]", host_case, problem, reference, first);
+    verify_dglu(what + " [dynamic]", host_case, problem, reference, dynamic);
+    CHECK_MESSAGE(first.d_pre == dynamic.d_pre, what << ": d_pre differs between the schedulers");
+    CHECK_MESSAGE(first.d_prob == dynamic.d_prob, what << ": d_prob differs between the schedulers");
+    CHECK_MESSAGE(first.d_pre == again.d_pre, what << ": d_pre differs between two runs");
+    CHECK_MESSAGE(first.d_prob == again.d_prob, what << ": d_prob differs between two runs");
+}
+
+DgluConfig dglu_config(const char* label, int32_t activation, int32_t experts, int64_t n, int64_t k, int32_t d_dtype,
+                       int32_t pre_dtype, int32_t layout, uint64_t seed) {
+    DgluConfig dglu;
+    CaseConfig& config = dglu.base;
+    config.label = label;
+    config.num_experts = experts;
+    config.max_tokens = 600;
+    config.n = n;
+    config.k = k;
+    config.d_dtype = d_dtype;
+    config.generate_c = false;
+    config.c_buffer_when_unused = false;
+    config.weight_layout = layout;
+    config.sampled_rows_per_expert = 32;
+    config.seed = seed;
+    dglu.activation = activation;
+    dglu.pre_dtype = pre_dtype;
+    return dglu;
+}
+
+}  // namespace
+
+TEST_CASE("dglu: both activations against the fp64 reference, every dtype, both layouts, schedulers bitwise") {
+    std::size_t index = 0;
+    for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        // N = 352: five whole 64-column blocks of R and a last one of 32 columns.
+        const DgluConfig cases[] = {
+            dglu_config("dglu bf16", activation, 8, 512, 384, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                        GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9800, index++)),
+            dglu_config("dglu fp32 tail", activation, 5, 352, 256, GGEMM_DTYPE_FP32, GGEMM_DTYPE_FP32,
+                        GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9800, index++)),
+            dglu_config("dglu fp16 K-major", activation, 6, 416, 200, GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP16,
+                        GGEMM_WEIGHT_LAYOUT_K_MAJOR, mix_seed(9800, index++)),
+        };
+        for (const DgluConfig& dglu : cases) check_dglu_case(dglu);
+    }
+}
+
+TEST_CASE("dglu: every tile width, non-default clamped GeGLU constants") {
+    std::size_t index = 0;
+    for (const int32_t tile_n : {192, 128, 64}) {  // no fused epilogue in the 256-wide warp-store kernel
+        DgluConfig dglu = dglu_config("dglu widths", GGEMM_ACTIVATION_CLAMPED_GEGLU, 5, 416, 136, GGEMM_DTYPE_BF16,
+                                      GGEMM_DTYPE_FP32, GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9900, index++));
+        dglu.base.tile_n = tile_n;
+        dglu.scale = 1.0f;
+        dglu.limit = 2.5f;
+        dglu.offset = 0.5f;
+        check_dglu_case(dglu);
+    }
+}
+
+TEST_CASE("dglu: pieces of the last round (M = 3072, N = 1152: 144 tiles of 192 columns on 132 SMs)") {
+    DgluConfig dglu = dglu_config("dglu pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, 256, GGEMM_DTYPE_BF16,
+                                  GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9950);
+    dglu.base.layout = RowLayout::kExplicit;
+    dglu.base.offsets = {1024, 1024, 2048, 3072};
+    dglu.base.fixed_m = 3072;
+    dglu.base.tile_n = 192;
+    check_dglu_case(dglu);
+}
+
+TEST_CASE("dglu: a captured graph replays to the same bits as the eager call") {
+    DgluConfig dglu = dglu_config("dglu graph", GGEMM_ACTIVATION_CLAMPED_GEGLU, 6, 288, 192, GGEMM_DTYPE_BF16,
+                                  GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9970);
+    const HostCase host_case = make_case(dglu.base);
+    std::vector<uint8_t> pre(static_cast<std::size_t>(host_case.m * 2 * dglu.base.n) * dtype_size(dglu.pre_dtype));
+    fill_uniform(pre.data(), pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f, 9971);
+    Stream stream;
+    for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+        const DgluOutputs eager = run_dglu(dglu, host_case, pre, scheduler, stream);
+        const DgluOutputs replayed = run_dglu(dglu, host_case, pre, scheduler, stream, true);
+        CHECK(replayed.d_pre == eager.d_pre);
+        CHECK(replayed.d_prob == eager.d_prob);
+        CHECK(replayed.status == 0);
+    }
+}
+
+TEST_CASE("sanitizer: dglu, small cases, both activations") {
+    std::size_t index = 0;
+    for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        DgluConfig dglu = dglu_config("san dglu", activation, 4, 160, 72, GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16,
+                                      GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9990, index++));
+        dglu.base.max_tokens = 300;
+        check_dglu_case(dglu);
+    }
+}

@@ -1,0 +1,229 @@
+// The fused GLU forward (desc->activation) on the GPU: D = prob * act(gate, up), M x N/2, and the
+// pre-activation C, against the fp64 reference of tests/support/glu_reference.h; dense, discrete
+// and N-major weights, both schedulers (bitwise equal), every tile width and its N tail, pieces
+// of the last round, empty experts, poisoned outputs, non-default clamped GeGLU constants.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/gpu/runner.h"
+#include "tests/support/glu_reference.h"
+
+using namespace ggemm_test;
+
+namespace {
+
+CaseConfig glu_config(const char* label, int32_t activation, int32_t experts, int64_t n, int64_t k, int32_t c_dtype,
+                      int32_t d_dtype, int32_t bias_dtype, bool generate_c, uint64_t seed) {
+    CaseConfig config;
+    config.label = label;
+    config.activation = activation;
+    config.num_experts = experts;
+    config.max_tokens = 600;
+    config.n = n;
+    config.k = k;
+    config.c_dtype = c_dtype;
+    config.d_dtype = d_dtype;
+    config.bias_dtype = bias_dtype;
+    config.generate_c = generate_c;
+    config.sampled_rows_per_expert = 48;
+    config.seed = seed;
+    return config;
+}
+
+GluParams glu_params(const CaseConfig& config) {
+    GluParams params;
+    params.activation = config.activation;
+    params.scale = config.glu_scale;
+    params.limit = config.glu_limit;
+    params.offset = config.glu_offset;
+    return params;
+}
+
+// D (N/2 columns) and C (N columns, when written) against the reference; rows nobody defines,
+// D's buffer past its M x N/2 part, and a C that is not written keep the poison.
+bool verify_glu(const std::string& what, const HostCase& host_case, const Problem& problem, const GluResult& reference,
+                const DeviceOutputs& outputs, std::string* summary) {
+    const CaseConfig& config = host_case.config;
+    const int64_t rows_allocated = host_case.m + CaseBuffers::kGuardRows;
+    const std::vector<int32_t> owner = defined_rows(problem, rows_allocated);
+    bool any_defined = false;
+    for (const int32_t expert : owner) any_defined = any_defined || expert >= 0;
+    bool ok = true;
+
+    const OutputCheck d = check_output("D", outputs.d.data(), rows_allocated, config.n / 2, config.d_dtype,
+                                       reference.d, false, owner, !any_defined);
+    CHECK_MESSAGE(d.ok(), what << ": " << d.summary());
+    ok = ok && d.ok();
+    const std::size_t d_used = static_cast<std::size_t>(rows_allocated * (config.n / 2)) * dtype_size(config.d_dtype);
+    const int64_t d_beyond = count_unpoisoned(outputs.d.data() + d_used, outputs.d.size() - d_used);
+    CHECK_MESSAGE(d_beyond == 0, what << ": " << d_beyond << " bytes changed past D's M x N/2 elements");
+    ok = ok && d_beyond == 0;
+    *summary = d.summary();
+    if (config.generate_c) {
+        const OutputCheck c = check_output("C", outputs.c.data(), rows_allocated, config.n, config.c_dtype,
+                                           reference.c, true, owner, !any_defined);
+        CHECK_MESSAGE(c.ok(), what << ": " << c.summary());
+        ok = ok && c.ok();
+        *summary += "; " + c.summary();
+    } else if (!outputs.c.empty()) {
+        const int64_t changed = count_unpoisoned(outputs.c.data(), outputs.c.size());
+        CHECK_MESSAGE(changed == 0, what << ": C is not generated but " << changed << " bytes of it changed");
+        ok = ok && changed == 0;
+    }
+    CHECK_MESSAGE(outputs.status == 0, what << ": device status " << outputs.status << " (expected 0)");
+    return ok && outputs.status == 0;
+}
+
+// Dense static, dense dynamic and discrete static runs: each against the reference, and all
+// three bitwise equal (the schedulers and weight modes change where a tile runs, not its math).
+void check_glu_case(const CaseConfig& config) {
+    const HostCase host_case = make_case(config);
+    const Problem problem = host_case.problem();
+    const std::vector<int64_t> rows = reference_rows(host_case);
+    const GluResult reference = compute_glu_reference(problem, glu_params(config), &rows);
+    const std::string what = describe(config) + " M=" + std::to_string(host_case.m);
+    Stream stream;
+    CaseBuffers buffers(host_case, true, true);
+    const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
+    const DeviceOutputs dynamic = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_DYNAMIC, stream);
+    const DeviceOutputs discrete =
+        run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, GGEMM_SCHEDULER_STATIC, stream);
+    std::string summary, ignored;
+    verify_glu(what + " [dense static]", host_case, problem, reference, dense, &summary);
+    verify_glu(what + " [dense dynamic]", host_case, problem, reference, dynamic, &ignored);
+    verify_glu(what + " [discrete static]", host_case, problem, reference, discrete, &ignored);
+    same_bits(what + " dynamic vs static", dynamic, dense);
+    same_bits(what + " discrete vs dense", discrete, dense);
+    MESSAGE(what << ": " << summary << "; schedulers and weight modes bitwise equal");
+}
+
+}  // namespace
+
+TEST_CASE("fused GLU: SwiGLU and clamped GeGLU against the fp64 reference, every output dtype, bias, C") {
+    std::size_t index = 0;
+    for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        const CaseConfig cases[] = {
+            glu_config("glu bf16", activation, 8, 1024, 512, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE,
+                       true, mix_seed(9100, index++)),
+            glu_config("glu fp16 bias", activation, 6, 768, 264, GGEMM_DTYPE_FP32, GGEMM_DTYPE_FP16, GGEMM_DTYPE_BF16,
+                       true, mix_seed(9100, index++)),
+            glu_config("glu fp32 bias", activation, 5, 512, 136, GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32, GGEMM_DTYPE_FP32,
+                       true, mix_seed(9100, index++)),
+            glu_config("glu no C", activation, 7, 640, 200, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16,
+                       false, mix_seed(9100, index++)),
+        };
+        for (const CaseConfig& config : cases) check_glu_case(config);
+    }
+}
+
+TEST_CASE("fused GLU: every tile width, N tails of whole 64-column blocks, N-major weights") {
+    std::size_t index = 0;
+    // N = 320 and 448 leave the last tile of each width partly past N; 64 is one block. The
+    // 256-wide warp-store kernel fuses no GLU (a plan asking for it is refused, below).
+    for (const int64_t n : {64, 320, 448}) {
+        for (const int32_t tile_n : {192, 128, 64}) {
+            for (const int32_t layout : {GGEMM_WEIGHT_LAYOUT_K_MAJOR, GGEMM_WEIGHT_LAYOUT_N_MAJOR}) {
+                CaseConfig config = glu_config("glu widths", index % 2 ? GGEMM_ACTIVATION_SWIGLU
+                                                                       : GGEMM_ACTIVATION_CLAMPED_GEGLU,
+                                               5, n, 200, GGEMM_DTYPE_BF16, index % 3 ? GGEMM_DTYPE_BF16 : GGEMM_DTYPE_FP32,
+                                               index % 2 ? GGEMM_DTYPE_FP32 : GGEMM_DTYPE_NONE, true,
+                                               mix_seed(9200, index));
+                config.tile_n = tile_n;
+                config.weight_layout = layout;
+                ++index;
+                check_glu_case(config);
+            }
+        }
+    }
+}
+
+TEST_CASE("fused GLU: pieces of the last round (M = 3072, N = 1152: 144 tiles of 192 columns on 132 SMs)") {
+    // On a 132-SM H200 the 12 tiles of the last round run as 3 pieces of 64 columns each: pieces
+    // start at columns 64 and 128 of their tile and hold one gate/up block each.
+    for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        CaseConfig config = glu_config("glu pieces", activation, 4, 1152, 256, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                       GGEMM_DTYPE_BF16, true, 9300 + static_cast<uint64_t>(activation));
+        config.layout = RowLayout::kExplicit;
+        config.offsets = {1024, 1024, 2048, 3072};  // expert 1 empty
+        config.fixed_m = 3072;
+        config.tile_n = 192;
+        config.sampled_rows_per_expert = 64;
+        check_glu_case(config);
+    }
+}
+
+TEST_CASE("fused GLU: the 256-wide warp-store kernel is refused, saying why") {
+    CaseConfig config = glu_config("glu 256", GGEMM_ACTIVATION_SWIGLU, 2, 512, 64, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                   GGEMM_DTYPE_NONE, false, 9350);
+    config.tile_n = 256;
+    const HostCase host_case = make_case(config);
+    ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
+    ggemm_plan_t plan = nullptr;
+    CHECK(ggemm_plan_create(&plan, &desc) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(plan == nullptr);
+    CHECK(last_error_message().find("fuses no GLU epilogue") != std::string::npos);
+}
+
+TEST_CASE("fused GLU: non-default clamped GeGLU constants, values past the limit") {
+    // K = 512 with A, B in [-1, 1): pre-activations of a few units, so limit 2.5 clamps often.
+    CaseConfig config = glu_config("glu constants", GGEMM_ACTIVATION_CLAMPED_GEGLU, 6, 512, 512, GGEMM_DTYPE_FP32,
+                                   GGEMM_DTYPE_FP32, GGEMM_DTYPE_FP32, true, 9400);
+    config.glu_scale = 1.0f;
+    config.glu_limit = 2.5f;
+    config.glu_offset = 0.5f;
+    check_glu_case(config);
+    // The constants matter: the default constants' reference must not match this run.
+    const HostCase host_case = make_case(config);
+    const Problem problem = host_case.problem();
+    const std::vector<int64_t> rows = reference_rows(host_case);
+    GluParams defaults;
+    defaults.activation = GGEMM_ACTIVATION_CLAMPED_GEGLU;
+    const GluResult other = compute_glu_reference(problem, defaults, &rows);
+    const GluResult right = compute_glu_reference(problem, glu_params(config), &rows);
+    CHECK(other.d.d != right.d.d);
+}
+
+TEST_CASE("fused GLU: no expert has rows: D and C keep the poison") {
+    CaseConfig config = glu_config("glu empty", GGEMM_ACTIVATION_SWIGLU, 3, 256, 64, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                   GGEMM_DTYPE_NONE, true, 9500);
+    config.layout = RowLayout::kExplicit;
+    config.offsets = {0, 0, 0};
+    config.fixed_m = 512;
+    check_glu_case(config);
+}
+
+TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that is not whole blocks") {
+    CaseConfig config = glu_config("glu describe", GGEMM_ACTIVATION_CLAMPED_GEGLU, 4, 1024, 512, GGEMM_DTYPE_BF16,
+                                   GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE, false, 9600);
+    const HostCase host_case = make_case(config);
+    ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
+    {
+        Plan plan(desc);
+        const std::string text = plan.description();
+        INFO(text);
+        CHECK(text.find("activation: clamped GeGLU fused in the epilogue") != std::string::npos);
+        CHECK(text.find("s = 1.70200002, limit = 7, offset = 1") != std::string::npos);
+        // A bf16 D without C would take a TMA-store kernel without the activation.
+        CHECK(text.find("kernel: sm90_tma_wgmma_") != std::string::npos);
+        CHECK(text.find("which serves no activation") != std::string::npos);
+    }
+    desc.n = 1056;  // a multiple of 32, not of 64
+    ggemm_plan_t plan = nullptr;
+    CHECK(ggemm_plan_create(&plan, &desc) == GGEMM_ERROR_INVALID_SHAPE);
+    CHECK(last_error_message().find("must be a multiple of 64") != std::string::npos);
+    CHECK(plan == nullptr);
+}
+
+TEST_CASE("sanitizer: fused GLU, small cases, dense and discrete, both activations") {
+    std::size_t index = 0;
+    for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        for (const int32_t tile_n : {192, 128}) {
+            CaseConfig config = glu_config("san glu", activation, 4, 320, 72, GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32,
+                                           GGEMM_DTYPE_BF16, true, mix_seed(9700, index++));
+            config.max_tokens = 300;
+            config.tile_n = tile_n;
+            check_glu_case(config);
+        }
+    }
+}
