@@ -241,7 +241,7 @@ NB_MODULE(_ggemm, m) {
                 uintptr_t workspace, uint64_t workspace_size, uintptr_t device_status, uintptr_t stream) {
                  const ggemm_plan_desc desc = self.for_rows(m);
                  ggemm_args args = make_args(m, a, b, b_ptrs, offsets, alpha, prob, 0, 0, d, workspace,
-                                             workspace_size, device_status);
+                                             workspace_size, device_status, /*valid_rows=*/0);
                  args.glu_pre = reinterpret_cast<const void*>(glu_pre);
                  args.d_prob = reinterpret_cast<float*>(d_prob);
                  return ggemm_grouped_gemm(&desc, &args, as_stream(stream));
