@@ -189,3 +189,32 @@ def test_glu_traces_to_one_custom_op():
 def test_glu_interleave_rows_tensor():
     rows = gt.glu_interleave_rows(128)
     assert rows.dtype == torch.int64 and rows.tolist()[32:64] == list(range(64, 96))
+
+
+def test_enqueue_switches_the_device_back_and_raises_what_the_call_reports(monkeypatch):
+    """Every entry point enqueues through _enqueue: the call runs with the operands' device
+    current, the caller's device comes back whatever happens, a refusal raises GgemmError."""
+    current = [0]
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current[0])
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: current.__setitem__(0, device))
+    monkeypatch.setattr(gt, "_stream", lambda device: 1000 + device)
+    seen = []
+
+    def call(stream):
+        seen.append((current[0], stream))
+        return 0
+
+    gt._enqueue(1, None, call)
+    assert seen == [(1, 1001)] and current[0] == 0
+    with pytest.raises(gt.GgemmError):
+        gt._enqueue(1, None, lambda stream: 3)  # GGEMM_ERROR_INVALID_SHAPE
+    assert current[0] == 0
+
+    class Word:
+        raised = False
+
+        def raise_if_set(self):
+            Word.raised = True
+
+    gt._enqueue(0, Word(), call)
+    assert Word.raised and seen[-1] == (0, 1000)

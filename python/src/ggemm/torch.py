@@ -58,24 +58,16 @@ class _StatusWord:
             raise lib.device_status_error(value)
 
 
-def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, workspace_bytes,
-            workspace, check_status, valid_rows=None):
-    """Enqueues one call through `run` (Desc.grouped_gemm or Plan.execute) on the current stream
-    of the operands' device."""
-    if workspace is None and workspace_bytes:
-        workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=a.device)
-    status_word = _StatusWord(a.device) if check_status else None
-    device = ops.device
-    switch = torch.cuda.current_device() != device
+def _enqueue(device, status_word, call):
+    """Runs call(stream), one ggemm entry point returning its status, with `device` current and
+    its current stream; raises GgemmError on a refusal and, with a status word, on what the
+    kernel reported."""
+    previous = torch.cuda.current_device()
+    switch = previous != device
     if switch:
-        previous = torch.cuda.current_device()
         torch.cuda.set_device(device)
     try:
-        status = run(ops.m, a.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(),
-                     alpha.data_ptr(), prob.data_ptr(), _ptr(bias), _ptr(c), d.data_ptr(),
-                     _ptr(workspace), workspace_bytes if workspace is not None else 0,
-                     _ptr(status_word.word) if status_word else 0, _ptr(valid_rows),
-                     _stream(device))
+        status = call(_stream(device))
     finally:
         if switch:
             torch.cuda.set_device(previous)
@@ -83,6 +75,20 @@ def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, wor
         raise GgemmError(status)
     if status_word:
         status_word.raise_if_set()
+
+
+def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, workspace_bytes,
+            workspace, check_status, valid_rows=None):
+    """Enqueues one call through `run` (Desc.grouped_gemm or Plan.execute) on the current stream
+    of the operands' device."""
+    if workspace is None and workspace_bytes:
+        workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=a.device)
+    status_word = _StatusWord(a.device) if check_status else None
+    _enqueue(ops.device, status_word, lambda stream: run(
+        ops.m, a.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(), alpha.data_ptr(),
+        prob.data_ptr(), _ptr(bias), _ptr(c), d.data_ptr(), _ptr(workspace),
+        workspace_bytes if workspace is not None else 0, _ptr(status_word.word) if status_word else 0,
+        _ptr(valid_rows), stream))
 
 
 def _plan_key(ops, c_code, d_code, generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin):
@@ -362,22 +368,11 @@ def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, a
     d_pre = torch.empty((ops.m, 2 * ops.n), dtype=d_dtype, device=dy.device)
     d_prob = torch.empty(ops.m, dtype=torch.float32, device=dy.device)
     status_word = _StatusWord(dy.device) if check_status else None
-    switch = torch.cuda.current_device() != ops.device
-    if switch:
-        previous = torch.cuda.current_device()
-        torch.cuda.set_device(ops.device)
-    try:
-        status = desc.dglu(ops.m, dy.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(),
-                           alpha.data_ptr(), prob.data_ptr(), pre.data_ptr(), d_pre.data_ptr(),
-                           d_prob.data_ptr(), _ptr(workspace), workspace_bytes if workspace is not None else 0,
-                           _ptr(status_word.word) if status_word else 0, _stream(ops.device))
-    finally:
-        if switch:
-            torch.cuda.set_device(previous)
-    if status:
-        raise GgemmError(status)
-    if status_word:
-        status_word.raise_if_set()
+    _enqueue(ops.device, status_word, lambda stream: desc.dglu(
+        ops.m, dy.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(), alpha.data_ptr(),
+        prob.data_ptr(), pre.data_ptr(), d_pre.data_ptr(), d_prob.data_ptr(), _ptr(workspace),
+        workspace_bytes if workspace is not None else 0, _ptr(status_word.word) if status_word else 0,
+        stream))
     return d_pre, d_prob
 
 
@@ -612,22 +607,10 @@ def wgrad(x1, x2, padded_offsets, alpha=None, out=None, *, out_dtype=torch.float
     workspace = (torch.empty(workspace_bytes, dtype=torch.uint8, device=x1.device)
                  if workspace_bytes else None)
     status_word = _StatusWord(x1.device) if check_status else None
-    switch = torch.cuda.current_device() != ops.device
-    if switch:
-        previous = torch.cuda.current_device()
-        torch.cuda.set_device(ops.device)
-    try:
-        status = plan.execute(ops.m, x1.data_ptr(), x2.data_ptr(), padded_offsets.data_ptr(),
-                              _ptr(alpha), 0 if out_ptrs is not None else result.data_ptr(),
-                              _ptr(out_ptrs), _ptr(workspace), workspace_bytes,
-                              _ptr(status_word.word) if status_word else 0, _stream(ops.device))
-    finally:
-        if switch:
-            torch.cuda.set_device(previous)
-    if status:
-        raise GgemmError(status)
-    if status_word:
-        status_word.raise_if_set()
+    _enqueue(ops.device, status_word, lambda stream: plan.execute(
+        ops.m, x1.data_ptr(), x2.data_ptr(), padded_offsets.data_ptr(), _ptr(alpha),
+        0 if out_ptrs is not None else result.data_ptr(), _ptr(out_ptrs), _ptr(workspace),
+        workspace_bytes, _ptr(status_word.word) if status_word else 0, stream))
     return result
 
 
