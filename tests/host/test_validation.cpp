@@ -237,6 +237,31 @@ TEST_CASE_FIXTURE(ExecuteFixture, "valid-row counts: any 4-byte aligned device a
                   std::string(ggemm::last_error()));
 }
 
+TEST_CASE_FIXTURE(ExecuteFixture, "valid-row counts: refused with dGLU, which writes d_prob for every row") {
+    const ggemm_plan plan = make_plan([](ggemm_plan_desc& d) {
+        d.activation = GGEMM_ACTIVATION_SWIGLU;
+        d.glu_backward = 1;
+        d.generate_c = 0;
+        d.bias_dtype = GGEMM_DTYPE_NONE;
+    });
+    ggemm_args args = args_for(plan);
+    args.glu_pre = at(kDevice0 + 13 * kSlice);
+    args.d_prob = at<float>(kDevice0 + 14 * kSlice);
+    args.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice);
+    CHECK(ggemm::validate_args(plan, args, plan.desc.m_capacity, 0, oracle) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK_MESSAGE(message_contains("args->valid_rows is set but the plan is dGLU"), std::string(ggemm::last_error()));
+}
+
+TEST_CASE("split-K: refused with a fused activation, which needs whole sums of K") {
+    ggemm_plan_desc desc = valid_desc();
+    desc.activation = GGEMM_ACTIVATION_SWIGLU;
+    desc.split_k = 2;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK_MESSAGE(message_contains("desc->split_k = 2 with desc->activation = SwiGLU"), std::string(ggemm::last_error()));
+    desc.split_k = 1;
+    CHECK(ggemm::validate_desc_fields(desc) == GGEMM_SUCCESS);
+}
+
 TEST_CASE_FIXTURE(ExecuteFixture, "valid arguments pass, M = 0 included") {
     for (int mode = 0; mode < 4; ++mode) {
         CAPTURE(mode);
