@@ -77,8 +77,8 @@ bool verify_glu(const std::string& what, const HostCase& host_case, const Proble
 
 // Dense static, dense dynamic and discrete static runs: each against the reference, and all
 // three bitwise equal (the schedulers and weight modes change where a tile runs, not its math).
-void check_glu_case(const CaseConfig& config) {
-    const HostCase host_case = make_case(config);
+void check_glu_host_case(const HostCase& host_case) {
+    const CaseConfig& config = host_case.config;
     const Problem problem = host_case.problem();
     const std::vector<int64_t> rows = reference_rows(host_case);
     const GluResult reference = compute_glu_reference(problem, glu_params(config), &rows);
@@ -97,6 +97,8 @@ void check_glu_case(const CaseConfig& config) {
     same_bits(what + " discrete vs dense", discrete, dense);
     MESSAGE(what << ": " << summary << "; schedulers and weight modes bitwise equal");
 }
+
+void check_glu_case(const CaseConfig& config) { check_glu_host_case(make_case(config)); }
 
 }  // namespace
 
@@ -163,6 +165,26 @@ TEST_CASE("fused GLU: the 256-wide warp-store kernel is refused, saying why") {
     CHECK(ggemm_plan_create(&plan, &desc) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
     CHECK(plan == nullptr);
     CHECK(last_error_message().find("fuses no GLU epilogue") != std::string::npos);
+}
+
+TEST_CASE("fused GLU: valid-row counts, rows past each count untouched in C and D") {
+    // Counts 0, 1, 63, 64, 65 and 256 of 256-row segments and 300 of a 512-row one: whole
+    // warpgroups skipped, partly valid ones masked, every row checked (poison past the counts).
+    std::size_t index = 0;
+    for (const int32_t tile_n : {192, 128}) {
+        for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+            CaseConfig config = glu_config("glu counts", activation, 7, 320, 136, GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16,
+                                           GGEMM_DTYPE_BF16, true, mix_seed(9800, index++));
+            config.layout = RowLayout::kExplicit;
+            config.offsets = {256, 512, 768, 1024, 1280, 1536, 2048};
+            config.fixed_m = 2048;
+            config.tile_n = tile_n;
+            config.sampled_rows_per_expert = -1;
+            HostCase host_case = make_case(config);
+            host_case.valid_rows = {0, 1, 63, 64, 65, 256, 300};
+            check_glu_host_case(host_case);
+        }
+    }
 }
 
 TEST_CASE("fused GLU: non-default clamped GeGLU constants, values past the limit") {
