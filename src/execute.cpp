@@ -86,12 +86,12 @@ ggemm_status_t make_context_current(int device) noexcept {
                 cudaGetErrorString(error));
 }
 
-ggemm_status_t clear_counters(void* workspace, uint64_t bytes, cudaStream_t stream) noexcept {
-    const cudaError_t error = cudaMemsetAsync(workspace, 0, bytes, stream);
+ggemm_status_t zero_in_stream(void* bytes_at, uint64_t bytes, const char* what, cudaStream_t stream) noexcept {
+    const cudaError_t error = cudaMemsetAsync(bytes_at, 0, bytes, stream);
     if (error == cudaSuccess) return GGEMM_SUCCESS;
     cudaGetLastError();
-    return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(counters in args->workspace) failed: %s (%s)",
-                cudaGetErrorName(error), cudaGetErrorString(error));
+    return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(%s) failed: %s (%s)", what, cudaGetErrorName(error),
+                cudaGetErrorString(error));
 }
 
 ggemm_status_t launch_status(cudaError_t error, const char* kernel, int32_t grid) noexcept {
@@ -170,6 +170,11 @@ int32_t call_k_splits(const ggemm_plan& plan, int64_t m) noexcept {
 
 uint64_t cleared_workspace_bytes(const ggemm_plan& plan, int64_t m) noexcept {
     const ggemm_plan_desc& desc = plan.desc;
+    // dGLU's partial sums of d_prob follow the plan's fields and start at zero, so that a row no
+    // expert computes sums to 0 (a dGLU plan never splits K).
+    if (desc.glu_backward) {
+        return workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts) + glu_partials_bytes(desc.n, m);
+    }
     if (call_k_splits(plan, m) > 1) {
         return workspace_split_offset(desc.weight_mode, desc.num_experts) +
                split_counter_bytes(plan.k_splits, m, desc.n);
@@ -217,33 +222,19 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     // (M = 0 launches nothing; discrete mode's map builder ORs in its bits before the kernel).
     const bool kernel_writes_status = args.m > 0 && desc.weight_mode == GGEMM_WEIGHTS_DENSE;
     if (args.device_status != nullptr && !kernel_writes_status) {
-        const cudaError_t error = cudaMemsetAsync(args.device_status, 0, sizeof(uint32_t), stream);
-        if (error != cudaSuccess) {
-            cudaGetLastError();
-            return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(args->device_status) failed: %s (%s)",
-                        cudaGetErrorName(error), cudaGetErrorString(error));
-        }
+        status = zero_in_stream(args.device_status, sizeof(uint32_t), "args->device_status", stream);
+        if (status != GGEMM_SUCCESS) return status;
     }
     if (args.m == 0) return GGEMM_SUCCESS;
 
-    // The dynamic scheduler's tile counter and split-K's arrival counters (src/workspace.h)
-    // must read zero at every launch, in stream order: one memset from the workspace's start
-    // (in discrete mode it also covers the maps, which the map builder writes afterwards).
+    // The dynamic scheduler's tile counter, split-K's arrival counters and dGLU's partial sums
+    // (src/workspace.h) must read zero at every launch, in stream order: one memset from the
+    // workspace's start (in discrete mode it also covers the maps, which the map builder writes
+    // afterwards).
     const uint64_t cleared = cleared_workspace_bytes(plan, args.m);
     if (cleared > 0) {
-        status = clear_counters(args.workspace, cleared, stream);
+        status = zero_in_stream(args.workspace, cleared, "the counters and partials in args->workspace", stream);
         if (status != GGEMM_SUCCESS) return status;
-    }
-    // dGLU: the partial sums of d_prob start at zero in every launch, so a row no expert
-    // computes sums to 0.
-    if (desc.glu_backward) {
-        const cudaError_t error =
-            cudaMemsetAsync(params.args.d_prob_partials, 0, glu_partials_bytes(desc.n, args.m), stream);
-        if (error != cudaSuccess) {
-            cudaGetLastError();
-            return fail(GGEMM_ERROR_CUDA, "cudaMemsetAsync(d_prob partials in args->workspace) failed: %s (%s)",
-                        cudaGetErrorName(error), cudaGetErrorString(error));
-        }
     }
     return launch_status(plan.variant.launch(params, stream), plan.variant.name, plan.grid);
 }

@@ -31,10 +31,11 @@ ggemm_status_t make_context_current(int device) noexcept;
 // Splits of K for a call of m rows: the plan's, when the partials have room for m rows; else 1.
 int32_t call_k_splits(const ggemm_plan& plan, int64_t m) noexcept;
 // Bytes at the workspace's start a call of m rows zeroes before its launch: the dynamic
-// scheduler's tile counter and, when K is split, the arrival counters of m rows' tiles.
+// scheduler's tile counter, when K is split the arrival counters of m rows' tiles, and with dGLU
+// everything up to the end of m rows' partial sums of d_prob.
 uint64_t cleared_workspace_bytes(const ggemm_plan& plan, int64_t m) noexcept;
-// Zeroes the first `bytes` of the workspace, in stream order.
-ggemm_status_t clear_counters(void* workspace, uint64_t bytes, cudaStream_t stream) noexcept;
+// Zeroes `bytes` bytes at bytes_at in stream order, or GGEMM_ERROR_CUDA naming `what`.
+ggemm_status_t zero_in_stream(void* bytes_at, uint64_t bytes, const char* what, cudaStream_t stream) noexcept;
 // GGEMM_SUCCESS, or GGEMM_ERROR_CUDA naming the kernel, its grid and the launch's own error
 // (each variant's launch returns that error: cudaGetLastError after a success could report an
 // older error for work that was enqueued).

@@ -100,7 +100,7 @@ ggemm_status_t execute_wgrad_plan(const ggemm_plan& plan, const ggemm_wgrad_args
     // The kernel always runs, M = 0 included (overwrite mode writes zeros for empty experts), and
     // its CTA 0 writes the status word whole: nothing to clear here.
     if (desc.scheduler == GGEMM_SCHEDULER_DYNAMIC) {
-        status = clear_counters(args.workspace, kWorkspaceCounterBytes, stream);
+        status = zero_in_stream(args.workspace, kWorkspaceCounterBytes, "the tile counter in args->workspace", stream);
         if (status != GGEMM_SUCCESS) return status;
     }
     params.args = make_wgrad_kernel_args(plan, args);

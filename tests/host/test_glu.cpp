@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/common/glu.h"
+#include "src/execute.h"
 #include "src/plan.h"
 #include "src/plan_cache.h"
 #include "src/validate.h"
@@ -411,6 +412,13 @@ TEST_CASE("dglu: refusals, the workspace that grows with M, and the description"
           std::string::npos);
     // The partials: one fp32 per row and 64 columns of R, for m_capacity rows.
     CHECK(plan.workspace_bytes == 4096 / 64 * 4096 * 4);
+    // A call zeroes its own M's partials before the launch, in the one clear of the workspace.
+    CHECK(ggemm::cleared_workspace_bytes(plan, 1024) == 4096 / 64 * 1024 * 4);
+    ggemm_plan_desc dynamic = desc;
+    dynamic.scheduler = GGEMM_SCHEDULER_DYNAMIC;
+    ggemm_plan dynamic_plan;
+    REQUIRE(ggemm::build_plan(dynamic, sm90_device(), list_of(variants), &dynamic_plan) == GGEMM_SUCCESS);
+    CHECK(ggemm::cleared_workspace_bytes(dynamic_plan, 1024) == 128 + 4096 / 64 * 1024 * 4);
     uint64_t bytes = 0;
     REQUIRE(ggemm_workspace_size(&desc, &bytes) == GGEMM_SUCCESS);
     CHECK(bytes == 4096 / 64 * 4096 * 4);
