@@ -41,11 +41,12 @@ struct KBlockRange {
     int32_t end;
 };
 
+// In 32 bits, which the GPU divides inline: K < 2^31 makes k_blocks < 2^25, times at most
+// kMaxSplitK = 8 splits.
 GGEMM_HD KBlockRange split_k_range(int32_t k_blocks, int32_t splits, int32_t split) {
-    const int64_t begin = int64_t{k_blocks} * split / splits;
-    const int64_t end = int64_t{k_blocks} * (split + 1) / splits;
-    return {static_cast<int32_t>(begin), static_cast<int32_t>(end)};
+    return {k_blocks * split / splits, k_blocks * (split + 1) / splits};
 }
+static_assert(int64_t{2147483647 / kSplitBlockK + 1} * kMaxSplitK <= 2147483647, "k_blocks x splits fits 32 bits");
 
 // Workspace bytes of the partial tiles and arrival counters of a split plan: room for `rows`
 // rows (the plan's capacity, at most kSplitRowLimit) at every tile width up to 256 (a tile row

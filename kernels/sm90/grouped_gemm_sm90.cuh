@@ -490,36 +490,34 @@ __device__ __forceinline__ bool reduce_split(SharedStorage<Cfg>& s, const Kernel
 // The main loop and epilogue of a tile or piece kWidth columns wide, on the first kWidth / 2
 // accumulators of each thread (the fragment layout of a narrower wgmma is the same prefix). With a
 // fused GLU (warp stores only) the epilogue is the one instance at the full tile width, bounded by
-// the piece's width at run time, so its code exists once per kernel.
+// the piece's width at run time, so its code exists once per kernel. A split of K (whole tiles
+// only) runs its k-blocks, then the reduction, and only the split that arrives last goes on to
+// the epilogue: the same instance as an unsplit tile's, so the kernel's code stays small enough
+// for the instruction cache. Returns whether acc holds the warpgroup's finished tile (false: its
+// rows are all past the valid-row count, or an earlier-arriving split).
 template <class Cfg, int kWidth, class Out>
-__device__ __forceinline__ void run_tile(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
-                                         int lane, float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
+__device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& output, const KernelArgs& args,
+                                         const TileCoord& tile, int32_t k_blocks, int warpgroup, int lane,
+                                         float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
                                          bool fused) {
     static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
     if (output.epilogue.rows == 0) {  // every row of this warpgroup is past the valid-row count
         skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
-        return;
+        return false;
     }
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
     main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
+    if constexpr (Cfg::kSplitK && kWidth == Cfg::kTileN) {
+        if (args.k_splits > 1) {
+            const int32_t split_item = tile.tile_index * args.k_splits + tile.k_split;
+            if (!reduce_split<Cfg, kWidth>(s, args, split_item, warpgroup, part)) return false;
+        }
+    }
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
-        if (fused) return;  // compute() stores it
+        if (fused) return true;  // compute() stores it
     }
     output.template store<kWidth>(part);
-}
-
-// One split of a whole tile's K range (split-K plans cut no pieces): its k-blocks' main loop,
-// the partial's store and count, and, in the split that arrives last, the epilogue of the sum.
-// The epilogue state is made only then, so it holds no registers across the reduction.
-template <class Cfg>
-__device__ __forceinline__ void run_split(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                          const TileCoord& tile, int32_t k_blocks, int warpgroup, int lane,
-                                          float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase) {
-    const KBlockRange blocks = split_k_range(k_blocks, args.k_splits, tile.k_split);
-    main_loop<Cfg, Cfg::kTileN>(s, blocks.end - blocks.begin, warpgroup, lane, acc, stage, phase);
-    const int32_t split_item = tile.tile_index * args.k_splits + tile.k_split;
-    if (!reduce_split<Cfg, Cfg::kTileN>(s, args, split_item, warpgroup, acc)) return;
-    make_output<Cfg>(s, args, d_map, tile, warpgroup, lane).template store<Cfg::kTileN>(acc);
+    return true;
 }
 
 template <class Cfg>
@@ -540,29 +538,36 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
+        const auto output = make_output<Cfg>(s, args, d_map, tile, warpgroup, lane);
+        // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
+        int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
             if (args.k_splits > 1) {
-                run_split<Cfg>(s, args, d_map, tile, k_blocks, warpgroup, lane, acc, stage, phase);
-                continue;
+                const KBlockRange blocks = split_k_range(k_blocks, args.k_splits, tile.k_split);
+                tile_k_blocks = blocks.end - blocks.begin;
             }
         }
-        const auto output = make_output<Cfg>(s, args, d_map, tile, warpgroup, lane);
 
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).
         const bool fused = Cfg::kFusedGlu && args.activation != kActivationNone;
+        bool finished;
         if (tile.n_width == Cfg::kTileN) {
-            run_tile<Cfg, Cfg::kTileN>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
+            finished = run_tile<Cfg, Cfg::kTileN>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
+                                                  phase, fused);
         } else if constexpr (Cfg::kTileN == 256) {
             if (tile.n_width == 128) {
-                run_tile<Cfg, 128>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
+                finished = run_tile<Cfg, 128>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
+                                              phase, fused);
             } else {
-                run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
+                finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc,
+                                                        stage, phase, fused);
             }
         } else {
-            run_tile<Cfg, kPieceColumns>(s, output, k_blocks, warpgroup, lane, acc, stage, phase, fused);
+            finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
+                                                    phase, fused);
         }
         if constexpr (Cfg::kFusedGlu) {
-            if (fused) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
+            if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
         }
     }
 }
