@@ -464,7 +464,9 @@ __device__ __forceinline__ bool reduce_split(SharedStorage<Cfg>& s, const Kernel
         s.split_last[warpgroup] = arrived + 1 == static_cast<uint32_t>(args.k_splits) ? 1u : 0u;
     }
     ptx::named_barrier_sync(barrier, 128);
-    if (s.split_last[warpgroup] == 0) return false;
+    // Through a shuffle: a shared-memory read is not known to be warp-uniform, and a branch the
+    // compiler thinks divergent moves the main loop's state out of uniform registers.
+    if (__shfl_sync(0xffffffffu, s.split_last[warpgroup], 0) == 0) return false;
     __threadfence();
     const float2* first = reinterpret_cast<const float2*>(args.split_partials) +
                           (int64_t{tile_index} * args.k_splits * Cfg::kMathWarpgroups + warpgroup) * kBlockPairs + thread;
@@ -623,7 +625,11 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         report_offsets<Cfg::kThreads>(s.offsets, valid_rows, &s.status, args, thread);
     }
 
-    const int warpgroup = thread / 128;
+    // Read through a shuffle so the compiler knows it is the same in every lane of a warp: the
+    // branches on the tile's valid rows (run_tile) then stay warp-uniform, and the main loop
+    // keeps its stage, phase and wgmma descriptors in uniform registers (without it, they move to
+    // per-thread registers, with a warp synchronisation and register moves before each wgmma).
+    const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (thread == 0) produce<Cfg>(s, a_map, b_map, args, valid_rows);

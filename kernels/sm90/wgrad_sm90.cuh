@@ -330,7 +330,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     if (blockIdx.x == 0 && args.device_status != nullptr) report_wgrad_status<Cfg>(s, args, thread);
 
-    const int warpgroup = thread / 128;
+    // Through a shuffle, so the compiler knows it is warp-uniform: the wgmma descriptors, which
+    // depend on it, are then built in uniform registers (kernels/sm90/grouped_gemm_sm90.cuh).
+    const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (thread == 0) wgrad_produce<Cfg>(s, &x1_map, &x2_map, args);

@@ -23,6 +23,10 @@
 #            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits, and keep both output paths: the
 #            TMA store path (STS / STS.64 staging, fence, named barrier, UTMASTG.3D) and the
 #            register path's global stores; no local memory, 168 registers
+#            In every SM90 kernel (grouped_gemm_sm90, wgrad_sm90) each wgmma batch takes its
+#            descriptors from uniform registers: no R2UR or WARPSYNC between WARPGROUP.ARRIVE and
+#            the batch's last HGMMA (gsb0). A branch the compiler cannot prove warp-uniform moves
+#            the main loop's state to per-thread registers, which cost 2-4 % on small-K cases
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
@@ -124,6 +128,31 @@ check_kernels() {
     fi
 }
 
+# check_uniform_batches SET NAME_PATTERN: in every function in $work/SET/ whose name matches, no
+# R2UR or WARPSYNC lies between a WARPGROUP.ARRIVE and the HGMMA that closes its batch (gsb0).
+check_uniform_batches() {
+    local arch="$1" pattern="$2"
+    local found=0 file name moves
+    for file in "$work/$arch"/*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ $pattern ]] || continue
+        found=$((found + 1))
+        moves="$(awk '/WARPGROUP\.ARRIVE/ { open = 1; next }
+                      open && /HGMMA[^;]*gsb0/ { open = 0; next }
+                      open && /(R2UR|WARPSYNC)/ { n++ }
+                      END { print n + 0 }' "$file")"
+        if [[ "$moves" -eq 0 ]]; then
+            pass "$arch $name: wgmma descriptors from uniform registers"
+        else
+            fail "$arch $name: $moves R2UR/WARPSYNC inside wgmma batches (a branch the compiler thinks divergent)"
+        fi
+    done
+    if [[ $found -eq 0 ]]; then
+        fail "$arch: no kernel matching '$pattern' in $library"
+    fi
+}
+
 # check_absent SET NAME_PATTERN MNEMONIC...: no function in $work/SET/ whose name matches contains
 # any of the mnemonics (e.g. a cta_group::1 MMA in a pair kernel).
 check_absent() {
@@ -197,6 +226,7 @@ if disassemble sm_90a; then
         'UTMASTG\.3D' 'UTMACMDFLUSH' 'DEPBAR\.LE' 'ST\.E\.64' 'ST\.E '
     # An fp32 output accumulated into leaves by TMA reduce-add.
     check_kernels sm_90a 'wgrad_sm90' 'UTMAREDG\.3D\.ADD'
+    check_uniform_batches sm_90a 'grouped_gemm_sm90|wgrad_sm90'
     # The weight layout is Config's last argument (...ELi1EE... is N-major): the N-major kernels
     # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
