@@ -72,8 +72,10 @@ def main():
     desc, _ = lib.desc_for((0, n, k, L, lib.WEIGHTS_DENSE, lib.DTYPE_BF16, lib.DTYPE_BF16,
                             lib.DTYPE_NONE, False, lib.SCHEDULER_STATIC, 0, 0, 0, 0))
     stream = torch.cuda.current_stream().cuda_stream
+    # m, a, b, b_ptrs, offsets, alpha, prob, bias, c, d, workspace, workspace bytes,
+    # device_status, valid_rows, stream (ggemm._ggemm.Desc.grouped_gemm)
     raw = (m, a.data_ptr(), b.data_ptr(), 0, offsets.data_ptr(), alpha.data_ptr(),
-           prob.data_ptr(), 0, 0, d.data_ptr(), 0, 0, 0, stream)
+           prob.data_ptr(), 0, 0, d.data_ptr(), 0, 0, 0, 0, stream)
 
     cases = [
         ("ggemm.torch.grouped_gemm (eager)", lambda: gt.grouped_gemm(a, offsets, alpha, prob, b=b)),

@@ -17,6 +17,18 @@ TOL = {torch.bfloat16: 8e-3, torch.float16: 2e-3, torch.float32: 1e-3}
 LAST = OFFSETS[-1]
 
 
+def check_class_output(op, out, one_shot, ref, rows):
+    """A GroupedGemm's output rows [0, rows) against the one-shot call's. The one-shot's cached
+    plan is made for the largest capacity and runs K unsplit; the class's plan, made for its own
+    m_capacity, may split K for a small call (docs/API.md, split-K), which changes the last bits
+    of the fp32 sum: then the result is checked against the fp64 reference instead."""
+    if "split-K: none" in op.describe():
+        assert same_bits(out[:rows], one_shot[:rows])
+    else:
+        assert "split-K: K split" in op.describe()
+        assert rel_error(out, ref, rows) < TOL[out.dtype]
+
+
 def spec_views(t):
     """The specification's views of the same memory (no copy)."""
     s = dict(t)
@@ -79,10 +91,16 @@ def test_eager_matches_fp64(d_dtype, bias_dtype, generate_c, dynamic, mode):
     exec_args = {k: v for k, v in call.items() if k != "n"}
     op.execute(d=d2, c=c2, **exec_args)
     torch.cuda.synchronize()
-    assert same_bits(d2[:LAST], d[:LAST])
+    check_class_output(op, d2, d, ref_d, LAST)
     assert torch.isnan(d2[LAST:].float()).all()
     if generate_c:
-        assert same_bits(c2[:LAST], c[:LAST]) and torch.isnan(c2[LAST:].float()).all()
+        check_class_output(op, c2, c, ref_c, LAST)
+        assert torch.isnan(c2[LAST:].float()).all()
+    # Two runs of the class give the same bits.
+    d3 = poison((M, N), d_dtype)
+    op.execute(d=d3, c=poison((M, N), c_dtype) if generate_c else None, **exec_args)
+    torch.cuda.synchronize()
+    assert same_bits(d3[:LAST], d2[:LAST])
 
 
 def test_natural_and_specification_layouts_are_bitwise_equal():
@@ -152,7 +170,8 @@ def test_class_under_cuda_graph_uses_a_workspace_valid_for_replays():
         t["padded_offsets"].copy_(torch.tensor(offsets, dtype=torch.int32))
         graph.replay()
         torch.cuda.synchronize()
-        assert same_bits(d, gt.grouped_gemm(**t).d)
+        _, ref_d = reference(**t)
+        check_class_output(op, d, gt.grouped_gemm(**t).d, ref_d, offsets[-1])
 
 
 def test_refusals_raise_and_write_nothing():
@@ -234,6 +253,7 @@ def test_n_major_weights_match_fp64_and_k_major_on_the_transpose(mode):
     d2 = poison((M, N), torch.bfloat16)
     op.execute(d=d2, **{k: v for k, v in call.items() if k != "n"})
     torch.cuda.synchronize()
-    assert same_bits(d2[:LAST], d[:LAST]) and torch.isnan(d2[LAST:].float()).all()
+    check_class_output(op, d2, d, ref_d, LAST)
+    assert torch.isnan(d2[LAST:].float()).all()
     with pytest.raises(ValueError, match="N-major weights of shape"):
         gt.grouped_gemm(**t, weight_layout="n_major")  # (L, N, K) with N != K: not (L, K, N)
