@@ -664,6 +664,12 @@ def main():
         opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix, 0))
     for split_k in opts.alt_split:
         opts.alternatives.append(("ggemm_split%d" % split_k, lib, 0, 0, None, split_k))
+    # ggemm_rows is the valid-row timing (--valid-rows); every other name must be new too.
+    names = [alt[0] for alt in opts.alternatives]
+    for name in set(names):
+        if name == "ggemm_rows" or names.count(name) > 1:
+            sys.exit("peers.py: the alternative name %s is %s; pick another NAME" % (
+                name[len("ggemm_"):], "reserved" if name == "ggemm_rows" else "given twice"))
     props = torch.cuda.get_device_properties(0)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
