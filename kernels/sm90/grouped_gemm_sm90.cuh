@@ -494,8 +494,8 @@ __device__ __forceinline__ bool reduce_split(SharedStorage<Cfg>& s, const Kernel
 // fused GLU (warp stores only) the epilogue is the one instance at the full tile width, bounded by
 // the piece's width at run time, so its code exists once per kernel. A split of K (whole tiles
 // only) runs its k-blocks, then the reduction, and only the split that arrives last goes on to
-// the epilogue: the same instance as an unsplit tile's, so the kernel's code stays small enough
-// for the instruction cache. Returns whether acc holds the warpgroup's finished tile (false: its
+// the epilogue: the same instance as an unsplit tile's, so the epilogue's code exists once.
+// Returns whether acc holds the warpgroup's finished tile (false: its
 // rows are all past the valid-row count, or an earlier-arriving split).
 template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& output, const KernelArgs& args,
