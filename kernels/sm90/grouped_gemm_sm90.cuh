@@ -100,6 +100,11 @@ struct Config {
         kOutput == Output::kWarpStores || kOffsetRoom >= ggemm::kMaxExperts ? ggemm::kMaxExperts : kOffsetRoom;
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
     // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
+    // wgmma batches a math warpgroup keeps in flight behind the one it just issued. With 3 stages
+    // it keeps none: it waits for each batch and releases its stage at once, so it holds one
+    // stage and the producer stays two ahead (with one in flight it would hold two, and the
+    // producer only one ahead: the 3-stage kernels leave room for a whole-tile output buffer).
+    static constexpr int kBatchesInFlight = kStages <= 3 ? 0 : 1;
     static constexpr int kProducerRegisters = 56;
     static constexpr int kMathRegisters = 224;
 
@@ -312,7 +317,8 @@ __device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
 }
 
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
-// k-block, keeping one batch in flight and releasing each stage as soon as its batch is done.
+// k-block, keeping Cfg::kBatchesInFlight batches in flight and releasing each stage as soon as
+// its batch is done.
 template <class Cfg, int kWidth>
 __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
                                           float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
@@ -335,8 +341,11 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         ptx::wgmma_commit();
 #pragma unroll
         for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
-        // Keep this batch in flight; the previous one has finished reading its stage.
-        if (kb > 0) {
+        if constexpr (Cfg::kBatchesInFlight == 0) {
+            ptx::wgmma_wait<0>();
+            release_stage<Cfg>(&s.empty[stage], lane);
+        } else if (kb > 0) {
+            // Keep this batch in flight; the previous one has finished reading its stage.
             ptx::wgmma_wait<1>();
             release_stage<Cfg>(&s.empty[previous_stage], lane);
         }
@@ -346,8 +355,10 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
             phase ^= 1;
         }
     }
-    ptx::wgmma_wait<0>();
-    release_stage<Cfg>(&s.empty[previous_stage], lane);
+    if constexpr (Cfg::kBatchesInFlight > 0) {
+        ptx::wgmma_wait<0>();
+        release_stage<Cfg>(&s.empty[previous_stage], lane);
+    }
 #pragma unroll
     for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
 }
