@@ -28,6 +28,7 @@
 #include "kernels/common/glu.h"
 #include "kernels/sm90/epilogue_layout.h"
 #include "ptx/barrier.cuh"
+#include "ptx/prefetch.cuh"
 #include "ptx/smem.cuh"
 
 namespace ggemm::sm90 {
@@ -259,6 +260,41 @@ __device__ __forceinline__ float2 load_pre_pair(const void* pre, int32_t dtype, 
     }
 }
 
+// dGLU reads the saved pre-activation with plain loads whose results the next instructions need
+// (the dtype is chosen per pair at run time), so each load waits its whole latency. Two prefetches
+// take that latency off the tile: the tile's rows of it into the L2 when the tile starts (its main
+// loop hides the memory latency), and each 64-column block into the L1 one block ahead. A thread
+// reads rows top and top + 8 of its warpgroup; the four lanes of a row share its lines.
+__device__ __forceinline__ const char* pre_row(const void* pre, int32_t dtype, int64_t row, int64_t pitch,
+                                               int64_t column) {
+    const int64_t bytes = dtype == kFP32 ? 4 : 2;
+    return static_cast<const char*>(pre) + (row * pitch + column) * bytes;
+}
+
+// Into the L2: columns [2 n_begin, 2 min(n_begin + kTileN, N)) of both rows (never past the
+// row's end), the lines spread over the four lanes of the row.
+template <int kTileN>
+__device__ __forceinline__ void prefetch_pre_tile(const EpilogueTile& t, int64_t top, int32_t n_begin, int lane) {
+    const int32_t line_bytes = 128;
+    const int32_t columns = t.n - n_begin < kTileN ? t.n - n_begin : kTileN;
+    const int32_t row_bytes = 2 * columns * (t.glu_pre_dtype == kFP32 ? 4 : 2);
+    for (int half = 0; half < 2; ++half) {
+        const char* first = pre_row(t.glu_pre, t.glu_pre_dtype, top + 8 * half, 2 * int64_t{t.n}, 2 * int64_t{n_begin});
+        for (int32_t byte = (lane % 4) * line_bytes; byte < row_bytes; byte += 4 * line_bytes) {
+            ptx::prefetch_global_l2(first + byte);
+        }
+    }
+}
+
+// Into the L1: the 64 pre-activation columns of R's 32-column block at r_col0 (one line of a
+// 16-bit dtype, two of fp32), both rows; lane l % 4 = 0 and 1 take the top and bottom row.
+__device__ __forceinline__ void prefetch_pre_block(const EpilogueTile& t, int64_t top, int32_t r_col0, int lane) {
+    if (lane % 4 >= 2) return;
+    const char* first = pre_row(t.glu_pre, t.glu_pre_dtype, top + 8 * (lane % 4), 2 * int64_t{t.n}, 2 * int64_t{r_col0});
+    ptx::prefetch_global_l1(first);
+    if (t.glu_pre_dtype == kFP32) ptx::prefetch_global_l1(first + 128);
+}
+
 // dGLU (glu_backward): from R = alpha * acc, a tile kTileN columns of R wide whose first column
 // is a multiple of 64, and the saved pre-activation, D = d_pre (M x 2N, the forward's
 // interleaved layout) and the partial sums of d_prob. R's 32-column block b (R groups 4b .. 4b+3)
@@ -288,10 +324,14 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
     const int64_t pre_pitch = 2 * static_cast<int64_t>(e.t.n);
     const int64_t top = e.row_begin + row;  // and top + 8
     float prob_sum[2] = {0.f, 0.f};
+    prefetch_pre_block(e.t, top, e.n_begin, lane);
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.n_begin + block * kGluBlockColumns;
         if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
+        if (block + 1 < kBlocks && r_col0 + kGluBlockColumns < n_end) {
+            prefetch_pre_block(e.t, top, r_col0 + kGluBlockColumns, lane);
+        }
 #pragma unroll
         for (int part = 0; part < kSlicesPerBlock; ++part) {
             const int32_t col0 = 2 * r_col0 + part * kCols;  // the slice's first column of d_pre

@@ -431,6 +431,9 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         out.epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
         out.epilogue.prob = prob;
         out.bias_pair = load_bias_pair<Cfg::kTileN>(out.epilogue.t, tile.n_begin);
+        if constexpr (Cfg::kFusedGlu) {
+            if (out.epilogue.t.glu_backward) prefetch_pre_tile<Cfg::kTileN>(out.epilogue.t, prob_row, tile.n_begin, lane);
+        }
         return out;
     } else {
         TmaStoreOutput<Cfg::kStoreAtoms> out;

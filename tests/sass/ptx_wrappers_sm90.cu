@@ -1,6 +1,6 @@
 // Compile-only: kernels that call every wrapper of ptx/mbarrier.cuh, tma.h, fence.h, cluster.h,
-// barrier.h and wgmma.h, including forms the SM90 kernel does not use yet (multicast loads, TMA
-// stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
+// barrier.h, prefetch.cuh and wgmma.h, including forms the SM90 kernel does not use yet
+// (multicast loads, TMA stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
 // elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
 // the SASS each wrapper must produce. Never linked, never run.
 #include <cuda.h>
@@ -11,6 +11,7 @@
 #include "ptx/cluster.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/prefetch.cuh"
 #include "ptx/smem.cuh"
 #include "ptx/stmatrix.cuh"
 #include "ptx/tma.cuh"
@@ -62,6 +63,9 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     stmatrix_x4(smem_addr(tile) + 16 * (threadIdx.x % 32), quad.x, quad.y, pair.x, pair.y);
     named_barrier_sync(1, 128);
     out[2 + threadIdx.x] = pair.x + pair.y + quad.x + quad.y + quad.z + quad.w;
+    // ptx/prefetch.cuh: a line of global memory into the L1 (CCTL.E.PF1) and the L2 (CCTL.E.PF2).
+    prefetch_global_l1(out + 32 * threadIdx.x + 4096);
+    prefetch_global_l2(out + 32 * threadIdx.x);
 }
 
 // One kernel per wgmma width and B major-ness, each with the whole register file (the
