@@ -66,7 +66,7 @@ ggemm_status_t encode_maps(const ggemm_plan& plan, const ggemm_args& args, Launc
         &params->b_map);
     if (status != GGEMM_SUCCESS || variant.d_box_rows == 0) return status;
     return cached_map(
-        t_d_map, plan, args.d, args.m, "D", [&] { return d_map_shape(args.d, args.m, desc.n, variant); },
+        t_d_map, plan, args.d, args.m, "D", [&] { return d_map_shape(args.d, args.m, desc.n, desc.activation, variant); },
         &params->d_map);
 }
 

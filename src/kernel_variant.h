@@ -16,7 +16,7 @@ namespace ggemm {
 struct LaunchParams {
     CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
     CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N} (N-major: N and K swapped)
-    CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M}
+    CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M} ({N/2, M} with a GLU)
     KernelArgs args;
     const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
     int32_t grid;       // persistent CTAs (a multiple of cluster_m)
@@ -55,7 +55,8 @@ struct KernelVariant {
     bool dynamic_scheduler = true;
     // The most splits of K the kernel can reduce (kernels/common/split_k.h); 1: it cannot split.
     int32_t max_split_k = 1;
-    // Whether its math warps' epilogue fuses the GLU forward and dGLU (desc->activation).
+    // Whether its epilogue fuses the GLU forward (desc->activation): the math warps' stores fuse
+    // dGLU too, TMA stores (d_box_rows > 0) the forward of a bf16 D without C only.
     bool fused_glu = true;
 };
 

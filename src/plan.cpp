@@ -70,8 +70,12 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "stores D with TMA, which serves a bf16 D without C only");
         return reason;
     }
-    if (variant.d_box_rows > 0 && desc.activation != GGEMM_ACTIVATION_NONE) {
-        std::snprintf(reason, size, "stores D with TMA, which serves no activation (desc->activation = %s)",
+    if (variant.d_box_rows > 0 && desc.glu_backward) {
+        std::snprintf(reason, size, "stores D with TMA, which serves the GLU forward only, desc->glu_backward = 1");
+        return reason;
+    }
+    if (!variant.fused_glu && desc.activation != GGEMM_ACTIVATION_NONE && variant.d_box_rows > 0) {
+        std::snprintf(reason, size, "stores D with TMA and fuses no GLU epilogue, desc->activation = %s",
                       activation_name(desc.activation));
         return reason;
     }
@@ -178,9 +182,16 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
             static_cast<unsigned long long>(plan.workspace_bytes));
     appendf(&text, "overrides: tile_m %d, tile_n %d, cluster_m %d, split_k %d (0 = planner's choice)\n",
             desc.tile_m, desc.tile_n, desc.cluster_m, desc.split_k);
-    appendf(&text, "output: %s\n",
-            variant.d_box_rows > 0 ? "D stored by TMA from a tile buffer in shared memory"
-                                   : "C and D stored by the math warps");
+    if (variant.d_box_rows == 0) {
+        appendf(&text, "output: C and D stored by the math warps\n");
+    } else if (desc.activation != GGEMM_ACTIVATION_NONE) {
+        appendf(&text,
+                "output: D (M x %lld, the activation's output) stored by TMA from a tile buffer in shared memory, "
+                "one box of 64 output columns per 128 pre-activation columns\n",
+                static_cast<long long>(desc.n / 2));
+    } else {
+        appendf(&text, "output: D stored by TMA from a tile buffer in shared memory\n");
+    }
     if (kernel_prefix != nullptr) appendf(&text, "kernels restricted to names starting with GGEMM_KERNEL=%.60s\n", kernel_prefix);
     appendf(&text, "why: highest score of %zu candidate%s (then the fill rule below); score = width efficiency x column use x tile_m x cluster x grid use x output\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");

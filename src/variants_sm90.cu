@@ -86,7 +86,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.weight_layout = Cfg::kWeightLayout;
     variant.dynamic_scheduler = Cfg::kClusterM == 1;  // both CTAs of a cluster must take the same items
     variant.max_split_k = Cfg::kSplitK ? kMaxSplitK : 1;  // grouped_gemm_sm90.cuh says which split K
-    variant.fused_glu = Cfg::kFusedGlu;
+    variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu;
     return variant;
 }
 

@@ -85,8 +85,14 @@ struct Config {
     static constexpr bool kSplitK = kClusterM == 1;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
-    // (fused, it would spill); TMA stores serve no activation.
+    // (fused, it would spill).
     static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256;
+    // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D without C): the one-CTA
+    // K-major kernels 256 wide with a buffer of half the tile (the output is half the tile: one
+    // pass) and 192 wide.
+    static constexpr bool kTmaStoreGlu = kOutput == Output::kTmaStore && kClusterM == 1 &&
+                                         kWeightLayout == kKMajor &&
+                                         ((kTileN == 256 && kStoreColumns == 128) || kTileN == 192);
     static constexpr int kScheduleGroupM = kGroupM / kClusterM;
     static constexpr int kBPartRows = kTileN / kClusterM;
     static constexpr uint16_t kClusterMask = (1u << kClusterM) - 1;
@@ -396,13 +402,14 @@ struct WarpStoreOutput {
     }
 };
 
-// One warpgroup's output of a tile through TMA stores (tma_store_epilogue_sm90.cuh).
-template <int kStoreAtoms>
+// One warpgroup's output of a tile through TMA stores (tma_store_epilogue_sm90.cuh); kGlu: with
+// the fused GLU forward.
+template <int kStoreAtoms, bool kGlu>
 struct TmaStoreOutput {
     TmaStoreEpilogue epilogue;
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
-        store_tile_tma<kWidth, kStoreAtoms>(epilogue, acc);
+        store_tile_tma<kWidth, kStoreAtoms, kGlu>(epilogue, acc);
     }
 };
 
@@ -436,7 +443,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         }
         return out;
     } else {
-        TmaStoreOutput<Cfg::kStoreAtoms> out;
+        TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu> out;
         out.epilogue.t = epilogue_tile(args, tile.expert);
         out.epilogue.prob = prob;
         out.epilogue.buffer = s.output.d_tile[warpgroup];

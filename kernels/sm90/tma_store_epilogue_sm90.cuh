@@ -15,6 +15,15 @@
 // async proxy, a second barrier, and the storing thread issues the boxes and commits them as
 // one bulk group. Before the CTA exits, the storing thread waits for all its stores.
 //
+// A fused GLU forward (desc->activation) stores the M x N/2 output through the same buffers and
+// D map (dims {N/2, M}): each 64-column block of the accumulators, [gate 32 | up 32], gives 32
+// output columns, so one atom holds the output of 128 pre-activation columns. In the fragment
+// the thread holding gate column c of a block also holds up column c + 32 (16 accumulators
+// further on), so the activation runs in registers and the pairs go to the atom as a plain
+// tile's do. A tile whose output ends inside an atom (192 columns wide: 96 output columns, or a
+// 64-column piece: 32) and not at N/2 copies that atom out with masked stores instead: a box
+// would reach into the next tile's columns.
+//
 // A warpgroup whose rows are only partly valid (valid-row counts) cannot use the boxes: TMA
 // clips a store at the tensor map's bounds only, and the map's box is 64 rows. Its passes write
 // the same buffer, then each warp copies its own 16 rows out with masked 16-byte stores, as the
@@ -36,6 +45,7 @@
 #include <type_traits>
 
 #include "kernels/common/epilogue.cuh"
+#include "kernels/common/glu.h"
 #include "kernels/sm90/epilogue_layout.h"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "ptx/barrier.cuh"
@@ -58,8 +68,8 @@ struct TmaStoreEpilogue {
     uint32_t barrier;          // the warpgroup's named barrier
     int32_t row_begin;         // the warpgroup's first row
     int32_t rows;              // of its 64 rows, how many are valid (1..64): only those are written
-    int32_t n_begin;           // the tile's first column
-    const CUtensorMap* d_map;  // D: dims {N, M}, box {64, 64}, 128-byte swizzle
+    int32_t n_begin;           // the tile's first column (of the pre-activation, with a GLU)
+    const CUtensorMap* d_map;  // D: dims {N, M} ({N/2, M} with a GLU), box {64, 64}, 128-byte swizzle
 };
 
 // The bias of columns col and col + 1 as fp32 (col < N, even), read from global memory: the
@@ -117,46 +127,125 @@ __device__ __forceinline__ void write_atom(const TmaStoreEpilogue& e, const floa
     }
 }
 
+// The bias of columns col and col + 1 as fp32, of any bias dtype: the GLU epilogue switches at
+// run time, so its code exists once per activation and width rather than once per bias dtype.
+__device__ __forceinline__ float2 global_bias_pair_as(const void* bias, int32_t dtype, int32_t col) {
+    switch (dtype) {
+        case kBF16: return global_bias_pair<__nv_bfloat16>(bias, col);
+        case kFP16: return global_bias_pair<__half>(bias, col);
+        default: return global_bias_pair<float>(bias, col);
+    }
+}
+
+// Writes output atom `atom` of a GLU tile (output columns 64 atom .., from pre-activation
+// columns 128 atom ..) to the buffer's atom at atom_addr; of a tile's last atom only the output
+// groups the tile has (kWidth / 16 in all). The arithmetic is store_glu_output's
+// (epilogue_sm90.cuh), in the same order, so both output designs give the same bits.
+template <int32_t kActivation, int kWidth>
+__device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom,
+                                               uint32_t atom_addr) {
+    static_assert(kWidth % (2 * kGluBlockColumns) == 0, "whole gate and up blocks");
+    constexpr int kGroups = kAtomColumns / 8;  // output groups of an atom
+    constexpr int kOutGroups = kWidth / 2 / 8;
+    constexpr int kGroupsPerHalf = kGluBlockColumns / 8;
+    const int thread = threadIdx.x % 128;
+    const int lane = thread % 32;
+    const int row = 16 * (thread / 32) + (lane & 7) + ((lane >> 3) & 1) * 8;  // write_atom's
+    const int group_of_lane = lane >> 4;
+    const bool bias = e.t.bias != nullptr;
+#pragma unroll
+    for (int p = 0; p < kGroups / 2; ++p) {
+        const int first_group = atom * kGroups + 2 * p;
+        if (first_group >= kOutGroups) break;  // a tile's last atom, half full
+        uint32_t r[4];  // output groups first_group and + 1, rows r and r + 8 of each: stmatrix's order
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int out_group = first_group + i;
+            // The accumulator groups of the gate and up columns of this output group.
+            const int gate = out_group / kGroupsPerHalf * 2 * kGroupsPerHalf + out_group % kGroupsPerHalf;
+            const int up = gate + kGroupsPerHalf;
+            float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
+            const int32_t gate_col = e.n_begin + gate * 8 + 2 * (lane % 4);
+            if (bias && gate_col < e.t.n) {  // N is whole blocks: the up column is inside too
+                gate_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col);
+                up_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col + kGluBlockColumns);
+            }
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {  // rows r and r + 8
+                const float2 g = pre_activation_pair(
+                    bias, e.t.alpha, make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]), gate_bias);
+                const float2 u = pre_activation_pair(
+                    bias, e.t.alpha, make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]), up_bias);
+                const float prob = half == 0 ? e.prob.x : e.prob.y;
+                const __nv_bfloat162 h =
+                    __floats2bfloat162_rn(__fmul_rn(prob, glu_activation<kActivation>(g.x, u.x, e.t.glu)),
+                                          __fmul_rn(prob, glu_activation<kActivation>(g.y, u.y, e.t.glu)));
+                r[2 * i + half] = *reinterpret_cast<const uint32_t*>(&h);
+            }
+        }
+        const int chunk = 2 * p + group_of_lane;
+        ptx::stmatrix_x4(atom_addr + static_cast<uint32_t>(row * kSliceRowBytes + swizzled_chunk(row, chunk * 16)),
+                         r[0], r[1], r[2], r[3]);
+    }
+}
+
 // The whole epilogue of one warpgroup's share of a tile or piece kWidth columns wide, through a
-// buffer of kBufferAtoms column atoms.
-template <EpilogueValue kValue, class BiasT, int kWidth, int kBufferAtoms>
+// buffer of kBufferAtoms column atoms: the contract's kValue (bias of BiasT), or with a gated
+// kActivation its M x N/2 output (kValue and BiasT unused).
+template <EpilogueValue kValue, class BiasT, int32_t kActivation, int kWidth, int kBufferAtoms>
 __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
-    constexpr int kAtoms = kWidth / kAtomColumns;
+    constexpr bool kGlu = kActivation != kActivationNone;
+    constexpr int kOutColumns = kGlu ? kWidth / 2 : kWidth;
+    constexpr int kAtoms = (kOutColumns + kAtomColumns - 1) / kAtomColumns;
     constexpr int kPasses = (kAtoms + kBufferAtoms - 1) / kBufferAtoms;
+    const int32_t out_n = kGlu ? e.t.n / 2 : e.t.n;
+    const int32_t out_begin = kGlu ? e.n_begin / 2 : e.n_begin;
+    const int32_t out_end = out_begin + kOutColumns < out_n ? out_begin + kOutColumns : out_n;
+    // A last atom the tile fills only in part is boxed only where D ends inside it (TMA clips there).
+    const bool last_atom_boxed = kOutColumns % kAtomColumns == 0 || out_begin + kOutColumns >= out_n;
     const bool storer = threadIdx.x % 128 == 0;
     const bool whole = e.rows == kSliceRows;  // else: masked copies instead of TMA boxes
+    const int warp = (threadIdx.x % 128) / 32;
+    const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
         const int first_atom = pass * kBufferAtoms;
-        if (e.n_begin + first_atom * kAtomColumns >= e.t.n) break;  // N tail: nothing left of the tile
+        if (out_begin + first_atom * kAtomColumns >= out_n) break;  // N tail: nothing left of the tile
         // The buffer is free once the stores that last read it have done so.
         if (storer) ptx::tma_store_wait_read<0>();
         ptx::named_barrier_sync(e.barrier, 128);
 #pragma unroll
         for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
-            write_atom<kValue, BiasT, kWidth>(e, acc, first_atom + a, e.buffer_addr + a * kAtomBytes);
+            if constexpr (kGlu) {
+                write_glu_atom<kActivation, kWidth>(e, acc, first_atom + a, e.buffer_addr + a * kAtomBytes);
+            } else {
+                write_atom<kValue, BiasT, kWidth>(e, acc, first_atom + a, e.buffer_addr + a * kAtomBytes);
+            }
         }
-        if (!whole) {
-            // Each warp wrote, and now reads, only its own 16 rows of each atom. The next pass (or
-            // tile) rewrites the buffer only after its barrier, when every warp is done here.
+        // Atoms that leave by masked copies: all of a partly valid warpgroup's, and a last atom
+        // that no box may store. Each warp wrote, and now reads, only its own 16 rows of each
+        // atom; the next pass (or tile) rewrites the buffer only after its barrier, when every
+        // warp is done here.
+        const bool last_pass_copies = !last_atom_boxed && first_atom + kBufferAtoms >= kAtoms;
+        if (!whole || last_pass_copies) {
             ptx::warp_sync();
-            const int warp = (threadIdx.x % 128) / 32;
-            const int lane = threadIdx.x % 32;
 #pragma unroll
             for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
+                if (whole && first_atom + a != kAtoms - 1) continue;  // boxed below
                 copy_slice<__nv_bfloat16>(e.buffer_addr + a * kAtomBytes, e.t.d, e.row_begin,
-                                          e.n_begin + (first_atom + a) * kAtomColumns, e.t.n, e.t.n, warp, lane,
+                                          out_begin + (first_atom + a) * kAtomColumns, out_end, out_n, warp, lane,
                                           e.rows);
             }
-            continue;
         }
+        if (!whole) continue;
         ptx::fence_proxy_async_shared();  // this thread's stmatrix writes, before the TMA reads them
         ptx::named_barrier_sync(e.barrier, 128);
         if (storer) {
 #pragma unroll
             for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
-                const int32_t col = e.n_begin + (first_atom + a) * kAtomColumns;
-                if (col < e.t.n) {
+                if (first_atom + a == kAtoms - 1 && !last_atom_boxed) continue;  // copied above
+                const int32_t col = out_begin + (first_atom + a) * kAtomColumns;
+                if (col < out_n) {
                     ptx::tma_store_2d(e.d_map, e.buffer + a * kAtomBytes, col, e.row_begin);
                 }
             }
@@ -165,16 +254,30 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
     }
 }
 
-template <int kWidth, int kBufferAtoms>
+// kGlu: whether this kernel's TMA-store epilogue fuses the GLU forward (the planner sends an
+// activation only to those that do).
+template <int kWidth, int kBufferAtoms, bool kGlu>
 __device__ __forceinline__ void store_tile_tma(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
+    if constexpr (kGlu) {
+        if (e.t.activation == kActivationSwiglu) {
+            store_passes<EpilogueValue::kScaledByProb, float, kActivationSwiglu, kWidth, kBufferAtoms>(e, acc);
+            return;
+        }
+        if (e.t.activation == kActivationClampedGeglu) {
+            store_passes<EpilogueValue::kScaledByProb, float, kActivationClampedGeglu, kWidth, kBufferAtoms>(e, acc);
+            return;
+        }
+    }
     if (e.t.bias == nullptr) {
-        store_passes<EpilogueValue::kScaledByProb, float, kWidth, kBufferAtoms>(e, acc);
+        store_passes<EpilogueValue::kScaledByProb, float, kActivationNone, kWidth, kBufferAtoms>(e, acc);
         return;
     }
     switch (e.t.bias_dtype) {
-        case kBF16: store_passes<EpilogueValue::kBiased, __nv_bfloat16, kWidth, kBufferAtoms>(e, acc); break;
-        case kFP16: store_passes<EpilogueValue::kBiased, __half, kWidth, kBufferAtoms>(e, acc); break;
-        default: store_passes<EpilogueValue::kBiased, float, kWidth, kBufferAtoms>(e, acc); break;
+        case kBF16:
+            store_passes<EpilogueValue::kBiased, __nv_bfloat16, kActivationNone, kWidth, kBufferAtoms>(e, acc);
+            break;
+        case kFP16: store_passes<EpilogueValue::kBiased, __half, kActivationNone, kWidth, kBufferAtoms>(e, acc); break;
+        default: store_passes<EpilogueValue::kBiased, float, kActivationNone, kWidth, kBufferAtoms>(e, acc); break;
     }
 }
 

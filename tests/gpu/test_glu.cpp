@@ -1,10 +1,15 @@
 // The fused GLU forward (desc->activation) on the GPU: D = prob * act(gate, up), M x N/2, and the
 // pre-activation C, against the fp64 reference of tests/support/glu_reference.h; dense, discrete
 // and N-major weights, both schedulers (bitwise equal), every tile width and its N tail, pieces
-// of the last round, empty experts, poisoned outputs, non-default clamped GeGLU constants.
+// of the last round, empty experts, poisoned outputs, non-default clamped GeGLU constants. A bf16
+// D without C leaves through the TMA-store kernels (256 wide with a buffer of half the tile, and
+// 192 wide): bitwise equal to the math warps' stores of the same inputs, N tails, pieces, valid-row
+// counts.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/gpu/runner.h"
 #include "tests/support/glu_reference.h"
@@ -100,6 +105,66 @@ void check_glu_host_case(const HostCase& host_case) {
 
 void check_glu_case(const CaseConfig& config) { check_glu_host_case(make_case(config)); }
 
+// GGEMM_KERNEL (read at plan creation) for the plans created in its scope.
+class ScopedKernel {
+public:
+    explicit ScopedKernel(const char* prefix) { setenv("GGEMM_KERNEL", prefix, 1); }
+    ~ScopedKernel() { unsetenv("GGEMM_KERNEL"); }
+    ScopedKernel(const ScopedKernel&) = delete;
+    ScopedKernel& operator=(const ScopedKernel&) = delete;
+};
+
+// The kernel a plan of this case chooses under the current GGEMM_KERNEL.
+std::string planned_kernel(const HostCase& host_case, int32_t weight_mode, int32_t scheduler) {
+    const ggemm_plan_desc desc = make_desc(host_case.config, host_case.m, weight_mode, scheduler);
+    Plan plan(desc);
+    const std::string description = plan.description();
+    const std::size_t at = description.find("kernel: ");
+    if (at == std::string::npos) return "";
+    const std::size_t end = description.find(':', at + 8);
+    return description.substr(at + 8, end - at - 8);
+}
+
+// A bf16 D without C, any bias: the TMA-store kernel named by `tma_kernel` (a full name) against
+// the reference, both schedulers and discrete weights bitwise equal to it, and bitwise equal to
+// the 192-wide warp-store kernel's run of the same inputs (the same arithmetic in the same order).
+void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
+    const CaseConfig& config = host_case.config;
+    REQUIRE(config.d_dtype == GGEMM_DTYPE_BF16);
+    REQUIRE(!config.generate_c);
+    const Problem problem = host_case.problem();
+    const std::vector<int64_t> rows = reference_rows(host_case);
+    const GluResult reference = compute_glu_reference(problem, glu_params(config), &rows);
+    const std::string what = describe(config) + " M=" + std::to_string(host_case.m);
+    Stream stream;
+    CaseBuffers buffers(host_case, true, true);
+    DeviceOutputs by_warps;
+    {
+        ScopedKernel kernel("sm90_tma_wgmma_128x192x64_s5");
+        const std::string name = planned_kernel(host_case, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
+        CHECK_MESSAGE(name == "sm90_tma_wgmma_128x192x64_s5", what << ": planned " << name);
+        by_warps = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
+    }
+    ScopedKernel kernel(tma_kernel);
+    const std::string name = planned_kernel(host_case, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
+    CHECK_MESSAGE(name == tma_kernel, what << ": planned " << name << ", not " << tma_kernel);
+    const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
+    const DeviceOutputs dynamic = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_DYNAMIC, stream);
+    const DeviceOutputs discrete =
+        run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, GGEMM_SCHEDULER_STATIC, stream);
+    std::string summary, ignored;
+    verify_glu(what + " [warp stores]", host_case, problem, reference, by_warps, &ignored);
+    verify_glu(what + " [" + name + " dense static]", host_case, problem, reference, dense, &summary);
+    verify_glu(what + " [" + name + " dense dynamic]", host_case, problem, reference, dynamic, &ignored);
+    verify_glu(what + " [" + name + " discrete static]", host_case, problem, reference, discrete, &ignored);
+    same_bits(what + " " + name + " vs warp stores", dense, by_warps);
+    same_bits(what + " dynamic vs static", dynamic, dense);
+    same_bits(what + " discrete vs dense", discrete, dense);
+    MESSAGE(what << " " << name << ": " << summary << "; bitwise equal to the warp stores");
+}
+
+constexpr const char* kTmaGluKernels[] = {"sm90_tmastore_halves_128x256x64_s4", "sm90_tmastore_whole_128x192x64_s4"};
+
 }  // namespace
 
 TEST_CASE("fused GLU: SwiGLU and clamped GeGLU against the fp64 reference, every output dtype, bias, C") {
@@ -156,8 +221,9 @@ TEST_CASE("fused GLU: pieces of the last round (M = 3072, N = 1152: 144 tiles of
 }
 
 TEST_CASE("fused GLU: the 256-wide warp-store kernel is refused, saying why") {
+    // With C: the 256-wide TMA-store kernel, which fuses the GLU of a bf16 D without C, is out too.
     CaseConfig config = glu_config("glu 256", GGEMM_ACTIVATION_SWIGLU, 2, 512, 64, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
-                                   GGEMM_DTYPE_NONE, false, 9350);
+                                   GGEMM_DTYPE_NONE, true, 9350);
     config.tile_n = 256;
     const HostCase host_case = make_case(config);
     ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
@@ -226,15 +292,108 @@ TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that
         INFO(text);
         CHECK(text.find("activation: clamped GeGLU fused in the epilogue") != std::string::npos);
         CHECK(text.find("s = 1.70200002, limit = 7, offset = 1") != std::string::npos);
-        // A bf16 D without C would take a TMA-store kernel without the activation.
-        CHECK(text.find("kernel: sm90_tma_wgmma_") != std::string::npos);
-        CHECK(text.find("which serves no activation") != std::string::npos);
+        // A bf16 D without C takes a TMA-store kernel that fuses the GLU, whose D map is M x N/2.
+        CHECK(text.find("kernel: sm90_tmastore_halves_128x256x64_s4") != std::string::npos);
+        CHECK(text.find("output: D (M x 512, the activation's output) stored by TMA") != std::string::npos);
+        CHECK(text.find("excluded sm90_tmastore_whole_128x256x64_s3: stores D with TMA and fuses no GLU epilogue") !=
+              std::string::npos);
     }
     desc.n = 1056;  // a multiple of 32, not of 64
     ggemm_plan_t plan = nullptr;
     CHECK(ggemm_plan_create(&plan, &desc) == GGEMM_ERROR_INVALID_SHAPE);
     CHECK(last_error_message().find("must be a multiple of 64") != std::string::npos);
     CHECK(plan == nullptr);
+}
+
+TEST_CASE("fused GLU through TMA stores: bitwise equal to the math warps' stores, bias dtypes, N tails") {
+    std::size_t index = 0;
+    // N = 64: one block (a 32-column output, half an atom, ending at N/2); 320 and 448 leave
+    // the last tile partly past N; 1152 = 6 x 192 (the 192-wide tile's second atom is half full
+    // and copied by the warps, except in the last tile of a row, where a box is clipped at N/2).
+    for (const int64_t n : {64, 320, 448, 1152}) {
+        for (const char* kernel : kTmaGluKernels) {
+            for (const int32_t bias : {GGEMM_DTYPE_NONE, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32}) {
+                const int32_t activation = index % 2 ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
+                CaseConfig config = glu_config("glu tma", activation, 5, n, 200, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                               bias, false, mix_seed(9800, index++));
+                config.c_buffer_when_unused = true;  // C must stay poisoned
+                check_glu_tma_case(kernel, make_case(config));
+            }
+        }
+    }
+}
+
+TEST_CASE("fused GLU through TMA stores: pieces of the last round") {
+    // On a 132-SM H200: N = 1216 (19 blocks; the last tile of a row partly past N) in tiles of
+    // 256 is 5 per row block. M = 4096: 160 tiles, the last 28 as 2 pieces of 128 columns (one
+    // whole atom each); M = 3584: 140 tiles, the last 8 as 4 pieces of 64 (half an atom each,
+    // copied by the warps). In tiles of 192 (7 per row block), M = 3072 gives 168 tiles, the
+    // last 36 whole; M = 2560: 140, the last 8 as 3 pieces of 64.
+    struct Shape {
+        const char* kernel;
+        int64_t m;
+    };
+    const Shape shapes[] = {{kTmaGluKernels[0], 4096}, {kTmaGluKernels[0], 3584}, {kTmaGluKernels[1], 3072},
+                            {kTmaGluKernels[1], 2560}};
+    std::size_t index = 0;
+    for (const Shape& shape : shapes) {
+        for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+            CaseConfig config = glu_config("glu tma pieces", activation, 4, 1216, 256, GGEMM_DTYPE_BF16,
+                                           GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32, false, mix_seed(9850, index++));
+            config.c_buffer_when_unused = true;
+            config.layout = RowLayout::kExplicit;
+            const int32_t quarter = static_cast<int32_t>(shape.m / 4 / 256 * 256);
+            config.offsets = {quarter, quarter, 2 * quarter, static_cast<int32_t>(shape.m)};  // expert 1 empty
+            config.fixed_m = shape.m;
+            config.sampled_rows_per_expert = 64;
+            check_glu_tma_case(shape.kernel, make_case(config));
+        }
+    }
+}
+
+TEST_CASE("fused GLU through TMA stores: valid-row counts (partly valid warpgroups copy with masked stores)") {
+    // Counts 0, 1, 63, 64, 65, 255, 256, 300 of 512, 0 of an empty expert, 129 and 192.
+    const std::vector<int32_t> offsets = {256, 512, 768, 1024, 1280, 1536, 1792, 2304, 2304, 2560, 2816};
+    const std::vector<int32_t> counts = {0, 1, 63, 64, 65, 255, 256, 300, 0, 129, 192};
+    std::size_t index = 0;
+    for (const char* kernel : kTmaGluKernels) {
+        for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+            CaseConfig config = glu_config("glu tma counts", activation, static_cast<int32_t>(offsets.size()), 448, 200,
+                                           GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, false,
+                                           mix_seed(9900, index++));
+            config.c_buffer_when_unused = true;
+            config.layout = RowLayout::kExplicit;
+            config.offsets = offsets;
+            config.fixed_m = offsets.back() + 256;  // a last segment past every offset's rows
+            config.sampled_rows_per_expert = 64;
+            HostCase host_case = make_case(config);
+            host_case.valid_rows = counts;
+            REQUIRE(valid_rows_violations(host_case.problem()) == 0u);
+            check_glu_tma_case(kernel, host_case);
+        }
+    }
+}
+
+TEST_CASE("sanitizer: fused GLU through TMA stores, small cases, N tails and counts") {
+    std::size_t index = 0;
+    for (const char* kernel : kTmaGluKernels) {
+        for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+            CaseConfig config = glu_config("san glu tma", activation, 4, 320, 72, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                           GGEMM_DTYPE_FP16, false, mix_seed(9950, index++));
+            config.c_buffer_when_unused = true;
+            config.max_tokens = 300;
+            check_glu_tma_case(kernel, make_case(config));
+        }
+        CaseConfig config = glu_config("san glu tma counts", GGEMM_ACTIVATION_SWIGLU, 3, 448, 72, GGEMM_DTYPE_BF16,
+                                       GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE, false, mix_seed(9950, index++));
+        config.c_buffer_when_unused = true;
+        config.layout = RowLayout::kExplicit;
+        config.offsets = {256, 512, 768};
+        config.fixed_m = 768;
+        HostCase host_case = make_case(config);
+        host_case.valid_rows = {65, 0, 200};
+        check_glu_tma_case(kernel, host_case);
+    }
 }
 
 TEST_CASE("sanitizer: fused GLU, small cases, dense and discrete, both activations") {

@@ -76,6 +76,56 @@ TEST_CASE("compiled variants: on SM90 the suite's shapes get the widths measured
     }
 }
 
+TEST_CASE("compiled variants: a fused GLU forward with a bf16 D without C takes the TMA-store kernels") {
+    // The fc1 cases (N is the pre-activation width); with C the math warps store (at most 192 wide:
+    // the 256-wide warp-store kernel fuses no GLU); dGLU and N-major weights keep the warp stores.
+    struct Shape {
+        int64_t m, n, k;
+        int32_t experts;
+        const char* tma_store;
+    };
+    const Shape shapes[] = {
+        {32768, 4096, 7168, 8, "sm90_tmastore_halves_128x256x64_s4"},    // dsv3_fc1
+        {17664, 28672, 4096, 8, "sm90_tmastore_halves_128x256x64_s4"},   // mixtral_fc1
+        {148480, 1536, 2048, 128, "sm90_tmastore_halves_128x256x64_s4"},  // qwen3_fc1
+        {63232, 5760, 2880, 32, "sm90_tmastore_whole_128x192x64_s4"},    // gptoss_fc1: 30 x 192
+    };
+    for (const int32_t activation : {ggemm::kActivationSwiglu, ggemm::kActivationClampedGeglu}) {
+        for (const Shape& shape : shapes) {
+            ggemm_plan_desc desc = valid_desc();
+            desc.activation = activation;
+            desc.m_capacity = shape.m;
+            desc.n = shape.n;
+            desc.k = shape.k;
+            desc.num_experts = shape.experts;
+            CAPTURE(shape.n);
+            CAPTURE(activation);
+            CHECK(chosen(desc, sm90_device(), 90) == shape.tma_store);
+            desc.bias_dtype = GGEMM_DTYPE_FP16;  // any bias
+            CHECK(chosen(desc, sm90_device(), 90) == shape.tma_store);
+            desc.generate_c = 1;
+            CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_128x192", 0) == 0);
+            desc.generate_c = 0;
+            desc.d_dtype = GGEMM_DTYPE_FP16;
+            CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_128x192", 0) == 0);
+            desc.d_dtype = GGEMM_DTYPE_BF16;
+            desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+            CHECK(chosen(desc, sm90_device(), 90) == "sm90_tma_wgmma_128x192x64_s5_nmajor");
+        }
+    }
+    // Which TMA-store kernels fuse the forward: the one-CTA K-major 256-wide one with a buffer of
+    // half the tile, and the 192-wide one.
+    const ggemm::VariantList list = ggemm::compiled_variants(90);
+    for (int i = 0; i < list.count; ++i) {
+        const ggemm::KernelVariant& v = list.items[i];
+        if (v.d_box_rows == 0) continue;
+        CAPTURE(v.name);
+        const std::string name = v.name;
+        const bool fused = name == "sm90_tmastore_halves_128x256x64_s4" || name == "sm90_tmastore_whole_128x192x64_s4";
+        CHECK(v.fused_glu == fused);
+    }
+}
+
 TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") {
     const ggemm::VariantList list = ggemm::compiled_variants(90);
     int tma_store = 0;

@@ -149,28 +149,64 @@ TEST_CASE("glu: refusals name the field, the value and the rule") {
     CHECK(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
 }
 
-TEST_CASE("glu: the planner keeps TMA-store kernels off the fused GLU and describes the activation") {
-    const std::vector<ggemm::KernelVariant> variants = output_variants();
+TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that fuses the GLU, and describes it") {
+    std::vector<ggemm::KernelVariant> variants = output_variants();
     ggemm_plan_desc desc = glu_desc(GGEMM_ACTIVATION_NONE);  // bf16 D, no C: TMA stores win
     ggemm_plan plan;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
     CHECK(std::string(plan.variant.name) == "sm90_tmastore_256");
     CHECK(plan.description.find("activation: none (D is M x N)") != std::string::npos);
+    CHECK(plan.description.find("output: D stored by TMA from a tile buffer in shared memory") != std::string::npos);
 
     desc.activation = GGEMM_ACTIVATION_SWIGLU;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    CHECK(std::string(plan.variant.name) == "sm90_tmastore_256");
     INFO(plan.description);
-    CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA, which serves no activation") !=
-          std::string::npos);
     CHECK(plan.description.find("activation: SwiGLU fused in the epilogue: D = prob * act(gate, up) is M x 2048") !=
+          std::string::npos);
+    CHECK(plan.description.find("output: D (M x 2048, the activation's output) stored by TMA from a tile buffer") !=
           std::string::npos);
     CHECK(plan.description.find("activation constants") == std::string::npos);
 
     desc.activation = GGEMM_ACTIVATION_CLAMPED_GEGLU;
     desc.glu_limit = 2.5f;
+    desc.bias_dtype = GGEMM_DTYPE_FP32;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == "sm90_tmastore_256");
     CHECK(plan.description.find("activation constants: s = 1.70200002, limit = 2.5, offset = 1") != std::string::npos);
+
+    // C, or another D dtype: the math warps store.
+    desc.generate_c = 1;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA, which serves a bf16 D without C only") !=
+          std::string::npos);
+    desc.generate_c = 0;
+    desc.d_dtype = GGEMM_DTYPE_FP32;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    desc.d_dtype = GGEMM_DTYPE_BF16;
+
+    // A TMA-store kernel that fuses no GLU stays out, saying so.
+    variants[1].fused_glu = false;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA and fuses no GLU epilogue, "
+                                "desc->activation = clamped GeGLU") != std::string::npos);
+}
+
+TEST_CASE("glu: dGLU never takes a TMA-store kernel") {
+    const std::vector<ggemm::KernelVariant> variants = output_variants();
+    ggemm_plan_desc desc = glu_desc(GGEMM_ACTIVATION_SWIGLU);
+    desc.glu_backward = 1;
+    desc.n = 2048;  // R's width: the saved pre-activation is M x 4096
+    desc.glu_pre_dtype = GGEMM_DTYPE_BF16;
+    ggemm_plan plan;
+    REQUIRE_MESSAGE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS,
+                    std::string(ggemm::last_error()));
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA, which serves the GLU forward only") !=
+          std::string::npos);
 }
 
 TEST_CASE("glu: the plan cache key holds the activation, and the constants only where they are used") {
