@@ -250,19 +250,50 @@ __device__ __forceinline__ void store_glu_tile(const FragmentEpilogue& e, const 
     }
 }
 
-// Two adjacent elements of the saved pre-activation (dGLU), widened to fp32.
-__device__ __forceinline__ float2 load_pre_pair(const void* pre, int32_t dtype, int64_t index) {
+// Two adjacent elements of the saved pre-activation (dGLU) of type T, widened to fp32.
+template <class T>
+__device__ __forceinline__ float2 load_pre_pair(const void* pre, int64_t index) {
+    if constexpr (std::is_same_v<T, float>) {
+        return *reinterpret_cast<const float2*>(static_cast<const float*>(pre) + index);
+    } else if constexpr (std::is_same_v<T, __half>) {
+        return __half22float2(*reinterpret_cast<const __half2*>(static_cast<const __half*>(pre) + index));
+    } else {
+        return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(static_cast<const __nv_bfloat16*>(pre) + index));
+    }
+}
+
+// The gate and up pairs of both rows of one R group: [half][gate, up] at elements at[half] and
+// at[half] + 32. One dtype choice for the four loads, so they are issued together and wait once.
+__device__ __forceinline__ void load_pre_group(const void* pre, int32_t dtype, const int64_t (&at)[2],
+                                               float2 (&out)[2][2]) {
     switch (dtype) {
-        case kBF16: return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
-                        static_cast<const __nv_bfloat16*>(pre) + index));
-        case kFP16: return __half22float2(*reinterpret_cast<const __half2*>(static_cast<const __half*>(pre) + index));
-        default: return *reinterpret_cast<const float2*>(static_cast<const float*>(pre) + index);
+        case kBF16:
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                out[half][0] = load_pre_pair<__nv_bfloat16>(pre, at[half]);
+                out[half][1] = load_pre_pair<__nv_bfloat16>(pre, at[half] + kGluBlockColumns);
+            }
+            break;
+        case kFP16:
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                out[half][0] = load_pre_pair<__half>(pre, at[half]);
+                out[half][1] = load_pre_pair<__half>(pre, at[half] + kGluBlockColumns);
+            }
+            break;
+        default:
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                out[half][0] = load_pre_pair<float>(pre, at[half]);
+                out[half][1] = load_pre_pair<float>(pre, at[half] + kGluBlockColumns);
+            }
+            break;
     }
 }
 
 // dGLU reads the saved pre-activation with plain loads whose results the next instructions need
-// (the dtype is chosen per pair at run time), so each load waits its whole latency. Two prefetches
-// take that latency off the tile: the tile's rows of it into the L2 when the tile starts (its main
+// (four per R group, issued together: load_pre_group), so each group waits a load's latency. Two
+// prefetches take that latency off the tile: the tile's rows of it into the L2 when the tile starts (its main
 // loop hides the memory latency), and each 64-column block into the L1 one block ahead. A thread
 // reads rows top and top + 8 of its warpgroup; the four lanes of a row share its lines.
 __device__ __forceinline__ const char* pre_row(const void* pre, int32_t dtype, int64_t row, int64_t pitch,
@@ -340,11 +371,13 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
                 const int j = block * kGroupsPerBlock + g;
                 const int64_t gate_col = 2 * static_cast<int64_t>(r_col0) + 8 * g + 2 * (lane % 4);
                 float2 out[2][2];  // [row half][gate, up]
+                const int64_t at[2] = {top * pre_pitch + gate_col, (top + 8) * pre_pitch + gate_col};
+                float2 pre[2][2];  // [row half][gate, up]
+                load_pre_group(e.t.glu_pre, e.t.glu_pre_dtype, at, pre);
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
-                    const int64_t at = (top + 8 * half) * pre_pitch + gate_col;
-                    const float2 gate = load_pre_pair(e.t.glu_pre, e.t.glu_pre_dtype, at);
-                    const float2 up = load_pre_pair(e.t.glu_pre, e.t.glu_pre_dtype, at + kGluBlockColumns);
+                    const float2 gate = pre[half][0];
+                    const float2 up = pre[half][1];
                     const float r0 = scaled_value(e.t.alpha, acc[4 * j + 2 * half]);
                     const float r1 = scaled_value(e.t.alpha, acc[4 * j + 2 * half + 1]);
                     const float prob = half == 0 ? e.prob.x : e.prob.y;
