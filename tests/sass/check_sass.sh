@@ -26,7 +26,7 @@
 #            In every SM90 kernel (grouped_gemm_sm90, wgrad_sm90) each wgmma batch takes its
 #            descriptors from uniform registers: no R2UR or WARPSYNC between WARPGROUP.ARRIVE and
 #            the batch's last HGMMA (gsb0). A branch the compiler cannot prove warp-uniform moves
-#            the main loop's state to per-thread registers, which cost 2-4 % on small-K cases
+#            the main loop's state to per-thread registers, which cost 2-3 % on the suite's small-K cases
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
