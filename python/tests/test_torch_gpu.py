@@ -22,10 +22,11 @@ def check_class_output(op, out, one_shot, ref, rows):
     plan is made for the largest capacity and runs K unsplit; the class's plan, made for its own
     m_capacity, may split K for a small call (docs/API.md, split-K), which changes the last bits
     of the fp32 sum: then the result is checked against the fp64 reference instead."""
-    if "split-K: none" in op.describe():
+    plan = op.describe()
+    if "split-K: none" in plan:
         assert same_bits(out[:rows], one_shot[:rows])
     else:
-        assert "split-K: K split" in op.describe()
+        assert "split-K: K split" in plan
         assert rel_error(out, ref, rows) < TOL[out.dtype]
 
 
