@@ -282,7 +282,7 @@ TEST_CASE("fused GLU: no expert has rows: D and C keep the poison") {
 }
 
 TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that is not whole blocks") {
-    CaseConfig config = glu_config("glu describe", GGEMM_ACTIVATION_CLAMPED_GEGLU, 4, 1024, 512, GGEMM_DTYPE_BF16,
+    CaseConfig config = glu_config("glu describe", GGEMM_ACTIVATION_CLAMPED_GEGLU, 4, 4096, 512, GGEMM_DTYPE_BF16,
                                    GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE, false, 9600);
     const HostCase host_case = make_case(config);
     ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
@@ -292,9 +292,11 @@ TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that
         INFO(text);
         CHECK(text.find("activation: clamped GeGLU fused in the epilogue") != std::string::npos);
         CHECK(text.find("s = 1.70200002, limit = 7, offset = 1") != std::string::npos);
-        // A bf16 D without C takes a TMA-store kernel that fuses the GLU, whose D map is M x N/2.
+        // A bf16 D without C takes a TMA-store kernel that fuses the GLU, whose D map is M x N/2
+        // (N = 4096: enough tiles that the fill rule keeps the 256-wide tile; at N = 1024 it
+        // chooses 128-wide tiles, stored by the math warps).
         CHECK(text.find("kernel: sm90_tmastore_halves_128x256x64_s4") != std::string::npos);
-        CHECK(text.find("output: D (M x 512, the activation's output) stored by TMA") != std::string::npos);
+        CHECK(text.find("output: D (M x 2048, the activation's output) stored by TMA") != std::string::npos);
         CHECK(text.find("excluded sm90_tmastore_whole_128x256x64_s3: stores D with TMA and fuses no GLU epilogue") !=
               std::string::npos);
     }
