@@ -220,8 +220,10 @@ void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& v
     cudaError_t cuda = cudaStreamSynchronize(stream);
     if (!state.error_occurred() && cuda != cudaSuccess)
         state.SkipWithError((std::string("CUDA: ") + cudaGetErrorString(cuda)).c_str());
+    const int32_t splits = workload->k_splits(0);
     state.SetLabel("plan N=" + std::to_string(moe_case.n) + " K=" + std::to_string(moe_case.k) +
-                   " L=" + std::to_string(moe_case.experts) + ", M=256 per call");
+                   " L=" + std::to_string(moe_case.experts) + ", M=256 per call" +
+                   (splits > 1 ? ", K split " + std::to_string(splits) + " (with its counters' memset)" : ""));
 }
 
 bool parse_int_flag(const char* arg, const char* prefix, int32_t* value) {

@@ -240,8 +240,18 @@ cudaError_t Workload::bare_launch(int set, cudaStream_t stream) const {
         check_ggemm(ggemm::prepare_launch(*plan_, args_[std::size_t(set)], bare_params_.get()), "prepare_launch");
         bare_set_ = set;
     }
+    // A call that splits K (or runs the dynamic scheduler) needs its counters zeroed first;
+    // ggemm_execute enqueues that memset, so the bare launch does too.
+    const ggemm_args& args = args_[std::size_t(set)];
+    const uint64_t cleared = ggemm::cleared_workspace_bytes(*plan_, args.m);
+    if (cleared > 0) {
+        const cudaError_t error = cudaMemsetAsync(args.workspace, 0, cleared, stream);
+        if (error != cudaSuccess) return error;
+    }
     return plan_->variant.launch(*bare_params_, stream);
 }
+
+int32_t Workload::k_splits(int set) const { return ggemm::call_k_splits(*plan_, args_[std::size_t(set)].m); }
 
 void Workload::warm_up(cudaStream_t stream) const {
     for (int set = 0; set < sets(); ++set) check_ggemm(execute(set, stream), "ggemm_execute (warm-up)");

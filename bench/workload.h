@@ -78,9 +78,11 @@ public:
     // ggemm_execute over set `set` with M = 0 and no status word: the checks alone (host time).
     ggemm_status_t execute_no_launch(int set, cudaStream_t stream) const;
     // The plan's kernel launched over set `set` with the arguments ggemm_execute would give it,
-    // prepared once: no checks, no map encodes, no memsets (the bare launch execute is measured
-    // against). Only for the static scheduler, whose kernel needs no cleared counter.
+    // prepared once: no checks, no map encodes (the bare launch execute is measured against),
+    // after the memset of the counters the call needs when it splits K. Static scheduler only.
     cudaError_t bare_launch(int set, cudaStream_t stream) const;
+    // The splits of K of a call over set `set` (1: K not split).
+    int32_t k_splits(int set) const;
     // Runs every set once, waits, and throws if a launch failed or the kernel reported
     // anything in its device status word.
     void warm_up(cudaStream_t stream) const;
