@@ -23,11 +23,11 @@ std::vector<int32_t> split_choices(const ggemm_plan_desc& desc, const KernelVari
 
 // True when option `a` should be chosen over `b`: faster, then the primary, then fewer splits,
 // then the better score.
-bool better_fill(const FillOption& a, const FillOption& b, const Candidate* primary) {
+bool better_fill(const FillOption& a, const FillOption& b, const Candidate* primary, bool large) {
     if (a.estimate.total != b.estimate.total) return a.estimate.total < b.estimate.total;
     if ((a.candidate == primary) != (b.candidate == primary)) return a.candidate == primary;
     if (a.estimate.splits != b.estimate.splits) return a.estimate.splits < b.estimate.splits;
-    return better_choice(*a.candidate->variant, a.candidate->score, *b.candidate->variant, b.candidate->score);
+    return better_choice(*a.candidate->variant, a.candidate->score, *b.candidate->variant, b.candidate->score, large);
 }
 
 }  // namespace
@@ -46,6 +46,7 @@ FillDecision decide_fill(const ggemm_plan_desc& desc, const std::vector<Candidat
         return d;
     }
     const FillOption* best = nullptr;
+    const bool large = large_experts(desc.m_capacity, desc.num_experts);
     for (const Candidate& c : candidates) {
         // The model never changes the cluster: clusters (SM90 multicast, SM100 CTA pairs) are
         // taken only when asked for, and then every candidate is one.
@@ -57,7 +58,7 @@ FillDecision decide_fill(const ggemm_plan_desc& desc, const std::vector<Candidat
     }
     for (const FillOption& option : d.options) {
         if (option.estimate.total <= 0) continue;  // no model for this arch
-        if (best == nullptr || better_fill(option, *best, &primary)) best = &option;
+        if (best == nullptr || better_fill(option, *best, &primary, large)) best = &option;
     }
     if (best != nullptr) {
         d.chosen = best->candidate;

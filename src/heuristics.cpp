@@ -33,6 +33,8 @@ const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterP
 // K = 768); TMA stores from a tile buffer take them off the math warps' path.
 const OutputPreference kOutputPreference = {1.00, 1.01};
 
+const int64_t kLargeExpertRows = 2048;
+
 // Hopper (H100 / H200): 4096 bf16 flops per SM per cycle (989 TFLOP/s dense at 1.83 GHz x 132
 // SMs); 64 bytes per SM per cycle from L2, about 6150 for all SMs together (DeepGEMM's SM90
 // heuristic uses the same two numbers); 4.8 TB/s of HBM3e at 1.83 GHz, about 2600 bytes per
@@ -126,10 +128,15 @@ FillEstimate estimate_fill(const KernelVariant& variant, int64_t rows, int64_t n
     return e;
 }
 
+bool large_experts(int64_t m_capacity, int32_t num_experts) noexcept {
+    return m_capacity >= kLargeExpertRows * num_experts;
+}
+
 bool better_choice(const KernelVariant& a, const VariantScore& a_score, const KernelVariant& b,
-                   const VariantScore& b_score) noexcept {
+                   const VariantScore& b_score, bool large_experts) noexcept {
     if (a_score.total != b_score.total) return a_score.total > b_score.total;
-    if (a.stages != b.stages) return a.stages > b.stages;  // deeper pipeline hides more latency
+    // A deeper pipeline hides more latency, except where the experts are large (kLargeExpertRows).
+    if (a.stages != b.stages) return large_experts ? a.stages < b.stages : a.stages > b.stages;
     return std::strcmp(a.name, b.name) < 0;                // deterministic, whatever the list order
 }
 

@@ -115,8 +115,16 @@ int32_t persistent_grid(int32_t sm_count, int32_t sm_margin, int32_t cluster_m) 
 VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count,
                            int32_t sm_margin) noexcept;
 
-// True when `a` should be chosen over `b` (higher score; ties: more stages, then name).
+// Experts this large on average (m_capacity / num_experts rows) take the shallower of two
+// pipelines of equal score: on SM90 the 3-stage kernel whose room holds the whole tile's output
+// buffer, over 4 stages and half a tile (measured faster with 8 experts of 2000+ rows, slower
+// with 64-128 experts of 256-1200 rows).
+extern const int64_t kLargeExpertRows;
+bool large_experts(int64_t m_capacity, int32_t num_experts) noexcept;
+
+// True when `a` should be chosen over `b`: higher score; ties: more stages (fewer where
+// large_experts), then name.
 bool better_choice(const KernelVariant& a, const VariantScore& a_score, const KernelVariant& b,
-                   const VariantScore& b_score) noexcept;
+                   const VariantScore& b_score, bool large_experts) noexcept;
 
 }  // namespace ggemm

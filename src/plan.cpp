@@ -195,6 +195,10 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     if (kernel_prefix != nullptr) appendf(&text, "kernels restricted to names starting with GGEMM_KERNEL=%.60s\n", kernel_prefix);
     appendf(&text, "why: highest score of %zu candidate%s (then the fill rule below); score = width efficiency x column use x tile_m x cluster x grid use x output\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");
+    const bool large = large_experts(desc.m_capacity, desc.num_experts);
+    appendf(&text, "ties: %s stages first (experts of %s %lld rows on average%s)\n", large ? "fewer" : "more",
+            large ? "at least" : "under", static_cast<long long>(kLargeExpertRows),
+            large ? ": the shallower pipeline leaves room for a whole-tile output buffer" : "");
     for (const Candidate& candidate : candidates) {
         const char* mark = &candidate == fill.chosen ? "chosen" : &candidate == fill.primary ? "primary" : "";
         describe_score(&text, mark, *candidate.variant, candidate.score, desc.n);
@@ -238,8 +242,9 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
         }
         candidates.push_back({&variant, score_variant(variant, desc.n, device.sm_count, desc.sm_margin)});
     }
+    const bool large = large_experts(desc.m_capacity, desc.num_experts);
     for (const Candidate& candidate : candidates) {
-        if (best == nullptr || better_choice(*candidate.variant, candidate.score, *best->variant, best->score))
+        if (best == nullptr || better_choice(*candidate.variant, candidate.score, *best->variant, best->score, large))
             best = &candidate;
     }
     if (best == nullptr) {

@@ -107,11 +107,11 @@ void check_pins(const char* file, const std::vector<Pin>& pins) {
 TEST_CASE("fill: the MoE suite keeps the score's choice (many waves), and describe says so") {
     // Every case has thousands of tiles: the fill model never runs.
     check_pins("moe_shapes.json", {
-                                      {"dsv3_fc1_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                      {"dsv3_fc2_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                      {"dsv3_fc1_L4_m8192", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                      {"mixtral_fc1", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                      {"mixtral_fc2", "sm90_tmastore_halves_128x256x64_s4", 1},
+                                      {"dsv3_fc1_L8", "sm90_tmastore_whole_128x256x64_s3", 1},
+                                      {"dsv3_fc2_L8", "sm90_tmastore_whole_128x256x64_s3", 1},
+                                      {"dsv3_fc1_L4_m8192", "sm90_tmastore_whole_128x256x64_s3", 1},
+                                      {"mixtral_fc1", "sm90_tmastore_whole_128x256x64_s3", 1},
+                                      {"mixtral_fc2", "sm90_tmastore_whole_128x256x64_s3", 1},
                                       {"qwen3_fc1_L128", "sm90_tmastore_halves_128x256x64_s4", 1},
                                       {"qwen3_fc2_L128", "sm90_tmastore_halves_128x256x64_s4", 1},
                                       {"gptoss_fc1_L32", "sm90_tmastore_whole_128x192x64_s4", 1},

@@ -89,7 +89,19 @@ TEST_CASE("the choice does not depend on the order of the variant list") {
     std::vector<ggemm::KernelVariant> twins = {variant("b_s3", 90, 128, 256, 1, 3),
                                                variant("a_s4", 90, 128, 256, 1, 4),
                                                variant("c_s4", 90, 128, 256, 1, 4)};
-    CHECK(std::string(plan_for(valid_desc(), twins).variant.name) == "a_s4");
+    ggemm_plan_desc desc_twins = valid_desc();  // 8 experts, 4096 rows: 512 each
+    ggemm_plan plan = plan_for(desc_twins, twins);
+    CHECK(std::string(plan.variant.name) == "a_s4");
+    CHECK(describes(plan, "ties: more stages first (experts of under 2048 rows on average)"));
+    // Experts of 2048 rows or more on average: fewer stages first.
+    desc_twins.m_capacity = ggemm::kLargeExpertRows * desc_twins.num_experts - 256;
+    CHECK_FALSE(ggemm::large_experts(desc_twins.m_capacity, desc_twins.num_experts));
+    CHECK(std::string(plan_for(desc_twins, twins).variant.name) == "a_s4");
+    desc_twins.m_capacity += 256;
+    plan = plan_for(desc_twins, twins);
+    CHECK(std::string(plan.variant.name) == "b_s3");
+    CHECK(describes(plan, "ties: fewer stages first (experts of at least 2048 rows on average: the shallower "
+                          "pipeline leaves room for a whole-tile output buffer)"));
 }
 
 TEST_CASE("overrides are honoured even against the heuristic") {
