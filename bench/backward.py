@@ -3,7 +3,7 @@
 
 For every case of bench/moe_shapes.json (a forward of M rows, N outputs, K inputs, weights W of
 shape (L, N, K)), its input gradient dX = dY @ W_g: M rows, N' = K columns, K' = N. Timed in
-interleaved rounds (the order rotates every round), medians of event-timed runs, inputs rotated
+interleaved rounds (a random order each round), medians of event-timed runs, inputs rotated
 over several sets (bench/peers.py's method and helpers):
   ggemm_nmajor  ggemm with b = W as N-major weights (weight_layout = N_MAJOR), bf16 D
   ggemm_fwd     ggemm's K-major forward of the same M x N' x K' (weights (L, N', K')): the
