@@ -2,6 +2,7 @@
 #include "tests/gpu/runner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <sstream>
@@ -161,6 +162,21 @@ ggemm_plan_desc make_desc(const CaseConfig& config, int64_t m, int32_t weight_mo
     desc.glu_limit = config.glu_limit;
     desc.glu_offset = config.glu_offset;
     return desc;
+}
+
+ScopedKernel::ScopedKernel(const char* prefix) {
+    if (prefix != nullptr) setenv("GGEMM_KERNEL", prefix, 1);
+}
+
+ScopedKernel::~ScopedKernel() { unsetenv("GGEMM_KERNEL"); }
+
+std::string planned_kernel(const HostCase& host_case, int32_t weight_mode, int32_t scheduler) {
+    const Plan plan(make_desc(host_case.config, host_case.m, weight_mode, scheduler));
+    const std::string description = plan.description();
+    const std::size_t at = description.find("kernel: ");
+    if (at == std::string::npos) return "";
+    const std::size_t end = description.find(':', at + 8);
+    return description.substr(at + 8, end - at - 8);
 }
 
 DeviceOutputs run_once(const HostCase& host_case, CaseBuffers& buffers, int32_t weight_mode, int32_t scheduler,

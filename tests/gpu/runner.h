@@ -70,6 +70,20 @@ private:
 // The plan descriptor of a case. m_capacity is M + 512: a plan serves any M up to its capacity.
 ggemm_plan_desc make_desc(const CaseConfig& config, int64_t m, int32_t weight_mode, int32_t scheduler);
 
+// GGEMM_KERNEL (read at plan creation) for the plans created in its scope: only the kernel
+// variants whose names start with `prefix` (nullptr: every variant).
+class ScopedKernel {
+public:
+    explicit ScopedKernel(const char* prefix);
+    ~ScopedKernel();
+    ScopedKernel(const ScopedKernel&) = delete;
+    ScopedKernel& operator=(const ScopedKernel&) = delete;
+};
+
+// The kernel variant a plan of this case chooses (under the current GGEMM_KERNEL).
+std::string planned_kernel(const HostCase& host_case, int32_t weight_mode,
+                           int32_t scheduler = GGEMM_SCHEDULER_STATIC);
+
 // Poisons the outputs, executes once (a plan, or the one-shot call when config.one_shot) on
 // `stream`, checks every return code and the launch, synchronizes and downloads.
 DeviceOutputs run_once(const HostCase& host_case, CaseBuffers& buffers, int32_t weight_mode, int32_t scheduler,

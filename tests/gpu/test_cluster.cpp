@@ -32,27 +32,6 @@ constexpr Twin kWhole192 = {"sm90_tmastore_whole_128x192x64_s4", "sm90_tmastore_
 constexpr Twin kHalvesNMajor = {"sm90_tmastore_halves_128x256x64_s4_nmajor",
                                 "sm90_tmastore_halves_128x256x64_s4_nmajor_c2"};
 
-class ScopedKernel {
-public:
-    explicit ScopedKernel(const char* prefix) { setenv("GGEMM_KERNEL", prefix, 1); }
-    ~ScopedKernel() { unsetenv("GGEMM_KERNEL"); }
-    ScopedKernel(const ScopedKernel&) = delete;
-    ScopedKernel& operator=(const ScopedKernel&) = delete;
-};
-
-// The kernel a plan of this case chooses (under the current GGEMM_KERNEL).
-std::string planned_kernel(const HostCase& host_case, int32_t weight_mode) {
-    const ggemm_plan_desc desc = make_desc(host_case.config, host_case.m, weight_mode, GGEMM_SCHEDULER_STATIC);
-    Plan plan(desc);
-    char text[16384];
-    CHECK_GGEMM(ggemm_plan_describe(plan.get(), text, sizeof text, nullptr));
-    const std::string description(text);
-    const std::size_t at = description.find("kernel: ");
-    if (at == std::string::npos) return "";
-    const std::size_t end = description.find(':', at + 8);
-    return description.substr(at + 8, end - at - 8);
-}
-
 // One run of `kernel` (cluster_m: the plan's override), judged against the reference.
 DeviceOutputs run_kernel(const char* kernel, int32_t cluster_m, HostCase& host_case, const Problem& problem,
                          const Result& reference, CaseBuffers& buffers, int32_t weight_mode, const Stream& stream,

@@ -105,26 +105,6 @@ void check_glu_host_case(const HostCase& host_case) {
 
 void check_glu_case(const CaseConfig& config) { check_glu_host_case(make_case(config)); }
 
-// GGEMM_KERNEL (read at plan creation) for the plans created in its scope.
-class ScopedKernel {
-public:
-    explicit ScopedKernel(const char* prefix) { setenv("GGEMM_KERNEL", prefix, 1); }
-    ~ScopedKernel() { unsetenv("GGEMM_KERNEL"); }
-    ScopedKernel(const ScopedKernel&) = delete;
-    ScopedKernel& operator=(const ScopedKernel&) = delete;
-};
-
-// The kernel a plan of this case chooses under the current GGEMM_KERNEL.
-std::string planned_kernel(const HostCase& host_case, int32_t weight_mode, int32_t scheduler) {
-    const ggemm_plan_desc desc = make_desc(host_case.config, host_case.m, weight_mode, scheduler);
-    Plan plan(desc);
-    const std::string description = plan.description();
-    const std::size_t at = description.find("kernel: ");
-    if (at == std::string::npos) return "";
-    const std::size_t end = description.find(':', at + 8);
-    return description.substr(at + 8, end - at - 8);
-}
-
 // A bf16 D without C, any bias: the TMA-store kernel named by `tma_kernel` (a full name) against
 // the reference, both schedulers and discrete weights bitwise equal to it, and bitwise equal to
 // the 192-wide warp-store kernel's run of the same inputs (the same arithmetic in the same order).

@@ -21,28 +21,6 @@ constexpr const char* kWarpStores = "sm90_tma_wgmma_";
 constexpr const char* kHalves = "sm90_tmastore_halves_";
 constexpr const char* kWhole = "sm90_tmastore_whole_";
 
-// GGEMM_KERNEL for the plans created in its scope.
-class ScopedKernel {
-public:
-    explicit ScopedKernel(const char* prefix) { setenv("GGEMM_KERNEL", prefix, 1); }
-    ~ScopedKernel() { unsetenv("GGEMM_KERNEL"); }
-    ScopedKernel(const ScopedKernel&) = delete;
-    ScopedKernel& operator=(const ScopedKernel&) = delete;
-};
-
-// The kernel a plan of this case chooses under the current GGEMM_KERNEL.
-std::string planned_kernel(const HostCase& host_case, int32_t weight_mode, int32_t scheduler) {
-    const ggemm_plan_desc desc = make_desc(host_case.config, host_case.m, weight_mode, scheduler);
-    Plan plan(desc);
-    char text[16384];
-    CHECK_GGEMM(ggemm_plan_describe(plan.get(), text, sizeof text, nullptr));
-    const std::string description(text);
-    const std::size_t at = description.find("kernel: ");
-    if (at == std::string::npos) return "";
-    const std::size_t end = description.find(':', at + 8);
-    return description.substr(at + 8, end - at - 8);
-}
-
 // One run of the case in `design`, dense or discrete, judged against the reference.
 DeviceOutputs run_design(const char* design, const HostCase& host_case, const Problem& problem,
                          const Result& reference, CaseBuffers& buffers, int32_t weight_mode, int32_t scheduler,

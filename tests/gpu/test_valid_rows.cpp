@@ -17,17 +17,6 @@ using namespace ggemm_test;
 
 namespace {
 
-// GGEMM_KERNEL (read at plan creation) for the plans created in its scope: picks an output design.
-class ScopedKernel {
-public:
-    explicit ScopedKernel(const char* prefix) {
-        if (prefix != nullptr) setenv("GGEMM_KERNEL", prefix, 1);
-    }
-    ~ScopedKernel() { unsetenv("GGEMM_KERNEL"); }
-    ScopedKernel(const ScopedKernel&) = delete;
-    ScopedKernel& operator=(const ScopedKernel&) = delete;
-};
-
 struct Design {
     const char* prefix;  // GGEMM_KERNEL
     bool tma_store;      // needs a bf16 D and no C
