@@ -80,8 +80,26 @@ bool verify_glu(const std::string& what, const HostCase& host_case, const Proble
     return ok && outputs.status == 0;
 }
 
-// Dense static, dense dynamic and discrete static runs: each against the reference, and all
-// three bitwise equal (the schedulers and weight modes change where a tile runs, not its math).
+// Dense static, dense dynamic and discrete static runs under the current GGEMM_KERNEL: each
+// against the reference (`kernel` prefixes the labels), and all three bitwise equal (the
+// schedulers and weight modes change where a tile runs, not its math). Returns the dense static
+// run; *summary gets its error summary.
+DeviceOutputs check_three_runs(const HostCase& host_case, const Problem& problem, const GluResult& reference,
+                               CaseBuffers& buffers, const Stream& stream, const std::string& what,
+                               const std::string& kernel, std::string* summary) {
+    const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
+    const DeviceOutputs dynamic = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_DYNAMIC, stream);
+    const DeviceOutputs discrete =
+        run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, GGEMM_SCHEDULER_STATIC, stream);
+    std::string ignored;
+    verify_glu(what + " [" + kernel + "dense static]", host_case, problem, reference, dense, summary);
+    verify_glu(what + " [" + kernel + "dense dynamic]", host_case, problem, reference, dynamic, &ignored);
+    verify_glu(what + " [" + kernel + "discrete static]", host_case, problem, reference, discrete, &ignored);
+    same_bits(what + " dynamic vs static", dynamic, dense);
+    same_bits(what + " discrete vs dense", discrete, dense);
+    return dense;
+}
+
 void check_glu_host_case(const HostCase& host_case) {
     const CaseConfig& config = host_case.config;
     const Problem problem = host_case.problem();
@@ -90,16 +108,8 @@ void check_glu_host_case(const HostCase& host_case) {
     const std::string what = describe(config) + " M=" + std::to_string(host_case.m);
     Stream stream;
     CaseBuffers buffers(host_case, true, true);
-    const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
-    const DeviceOutputs dynamic = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_DYNAMIC, stream);
-    const DeviceOutputs discrete =
-        run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, GGEMM_SCHEDULER_STATIC, stream);
-    std::string summary, ignored;
-    verify_glu(what + " [dense static]", host_case, problem, reference, dense, &summary);
-    verify_glu(what + " [dense dynamic]", host_case, problem, reference, dynamic, &ignored);
-    verify_glu(what + " [discrete static]", host_case, problem, reference, discrete, &ignored);
-    same_bits(what + " dynamic vs static", dynamic, dense);
-    same_bits(what + " discrete vs dense", discrete, dense);
+    std::string summary;
+    check_three_runs(host_case, problem, reference, buffers, stream, what, "", &summary);
     MESSAGE(what << ": " << summary << "; schedulers and weight modes bitwise equal");
 }
 
@@ -128,18 +138,11 @@ void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     ScopedKernel kernel(tma_kernel);
     const std::string name = planned_kernel(host_case, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
     CHECK_MESSAGE(name == tma_kernel, what << ": planned " << name << ", not " << tma_kernel);
-    const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
-    const DeviceOutputs dynamic = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_DYNAMIC, stream);
-    const DeviceOutputs discrete =
-        run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, GGEMM_SCHEDULER_STATIC, stream);
     std::string summary, ignored;
     verify_glu(what + " [warp stores]", host_case, problem, reference, by_warps, &ignored);
-    verify_glu(what + " [" + name + " dense static]", host_case, problem, reference, dense, &summary);
-    verify_glu(what + " [" + name + " dense dynamic]", host_case, problem, reference, dynamic, &ignored);
-    verify_glu(what + " [" + name + " discrete static]", host_case, problem, reference, discrete, &ignored);
+    const DeviceOutputs dense = check_three_runs(host_case, problem, reference, buffers, stream, what, name + " ",
+                                                 &summary);
     same_bits(what + " " + name + " vs warp stores", dense, by_warps);
-    same_bits(what + " dynamic vs static", dynamic, dense);
-    same_bits(what + " discrete vs dense", discrete, dense);
     MESSAGE(what << " " << name << ": " << summary << "; bitwise equal to the warp stores");
 }
 
