@@ -6,12 +6,13 @@
 # does). A short table is printed LAST; full logs go to $OUT.
 #
 # usage:  scripts/gpu_run.sh [STAGE...]          STAGE: build test sanitize bench peers steady python
-#                                                       backward wgrad glu
+#                                                       backward wgrad glu profile
 #         STAGES="build bench peers" scripts/gpu_run.sh
 #   (default: the first seven, in that order; `python` builds its own copy of the library;
 #   `backward` times dgrad with N-major weights against its peers, bench/backward.py; `wgrad`
 #   the weight gradient against its peers, bench/wgrad.py; `glu` the fused GLU forward against
-#   its unfused paths on the fc1 cases, bench/glu.py)
+#   its unfused paths on the fc1 cases, bench/glu.py; `profile` Nsight Compute on one case,
+#   ggemm's kernel and DeepGEMM's, bench/profile_case.py)
 #
 # environment:
 #   OUT               results folder (default ./out, which git ignores)
@@ -27,11 +28,12 @@
 #   BACKWARD_ARGS     backward.py arguments besides --lib/--out (default: none)
 #   WGRAD_ARGS        wgrad.py arguments besides --lib/--out (default: none)
 #   GLU_ARGS          glu.py arguments besides --lib/--out (default: none)
+#   PROFILE_ARGS      profile_case.py arguments besides --lib (default: --case qwen3_fc2_L128)
 #   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck synccheck initcheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
 # $OUT keeps at most 10 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
-# peers.md, peers.png, steady.json, backward.json, wgrad.json, glu.json, and while a stage runs its own log(s), which move into
+# peers.md, peers.png, steady.json, backward.json, wgrad.json, glu.json, profile.ncu-rep, and while a stage runs its own log(s), which move into
 # logs.tar when it ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
 #
 # This script only reads the GPU's state (nvidia-smi -L / --query-gpu); it never changes clocks,
@@ -44,7 +46,7 @@ mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${GGEMM_DEADLINE_S:-570}))
-ALL_STAGES="build test sanitize bench peers steady python backward wgrad glu"
+ALL_STAGES="build test sanitize bench peers steady python backward wgrad glu profile"
 DEFAULT_STAGES="build test sanitize bench peers steady python"
 if (($#)); then STAGE_LIST="$*"; else STAGE_LIST=${STAGES:-$DEFAULT_STAGES}; fi
 for stage in $STAGE_LIST; do
@@ -55,7 +57,7 @@ for stage in $STAGE_LIST; do
 done
 
 declare -A DEFAULT_CAP=([build]=420 [test]=240 [sanitize]=420 [bench]=300 [peers]=300 [steady]=120 [python]=480
-                        [backward]=300 [wgrad]=300 [glu]=300)
+                        [backward]=300 [wgrad]=300 [glu]=300 [profile]=300)
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 SANITIZE_FILTER=${SANITIZE_FILTER:-sanitizer:*}
 PEERS_ARGS=${PEERS_ARGS---full-epilogue}
@@ -274,6 +276,26 @@ stage_glu() {
   SHOW_LINES=12 run_logged glu.log env PYTHONUNBUFFERED=1 python3 bench/glu.py --lib "$lib" --out "$OUT" ${GLU_ARGS:-}
   local rc=$?
   NOTE=$(grep -E "^geomean|^FAILED" "$OUT/glu.log" | tr '\n' ' ')
+  return "$rc"
+}
+
+# Nsight Compute over one case: the plan's kernel and DeepGEMM's (when importable), once each
+# (bench/profile_case.py); the sections' text in profile.log, the report in profile.ncu-rep.
+stage_profile() {
+  local lib="$BUILD_DIR/libggemm.so"
+  built "$lib" || return 1
+  if ! command -v ncu >/dev/null; then
+    NOTE="ncu not found"
+    return 1
+  fi
+  # shellcheck disable=SC2086  # PROFILE_ARGS is a list of arguments
+  SHOW_LINES=20 run_logged profile.log env PYTHONUNBUFFERED=1 ncu --clock-control none --nvtx \
+    --nvtx-include "profile/" --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+    --section LaunchStats --section Occupancy --export "$OUT/profile" --force-overwrite \
+    python3 bench/profile_case.py --lib "$lib" ${PROFILE_ARGS:---case qwen3_fc2_L128}
+  local rc=$?
+  NOTE="$(grep -cE "Context [0-9]+, Stream [0-9]+" "$OUT/profile.log") kernels profiled; $(grep -m1 "^profiled" "$OUT/profile.log")"
   return "$rc"
 }
 

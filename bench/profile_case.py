@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""One case of the MoE suite run once per kernel inside an NVTX range, for Nsight Compute.
+
+    ncu --clock-control none --nvtx --nvtx-include "profile/" --section SpeedOfLight \\
+        --section WarpStateStats python3 bench/profile_case.py --lib build-gpu/libggemm.so \\
+        --case qwen3_fc2_L128
+
+Each kernel runs once outside the range first (DeepGEMM compiles its kernel then), then once
+inside the range "profile", in the order printed: ggemm (the plan's choice, then each
+GGEMM_KERNEL prefix given with --kernel) and DeepGEMM's m_grouped_bf16_gemm_nt_contiguous when
+`import deep_gemm` works. Same inputs and arguments as bench/peers.py (random alpha and prob for
+ggemm).
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import peers  # noqa: E402
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--lib", default="build-gpu/libggemm.so", help="path of libggemm.so")
+    p.add_argument("--shapes", default=os.path.join(HERE, "moe_shapes.json"))
+    p.add_argument("--case", default="qwen3_fc2_L128", help="one case name of the shapes file")
+    p.add_argument("--kernel", action="append", default=[],
+                   help="also profile ggemm restricted to kernels whose name starts with this prefix "
+                        "(GGEMM_KERNEL; repeatable)")
+    return p.parse_args()
+
+
+def main():
+    opts = parse_args()
+    import torch
+    try:
+        import deep_gemm
+    except Exception as e:  # noqa: BLE001 - the peer is optional
+        print("profile_case.py: DeepGEMM not profiled (import deep_gemm: %s)" % peers.short_error(e))
+        deep_gemm = None
+    lib = peers.gg.Library(os.path.abspath(opts.lib))
+    case = peers.load_cases(opts.shapes, opts.case)[0]
+    data = peers.CaseData(torch, case, 1, False)
+    stream = torch.cuda.current_stream()
+    handle = stream.cuda_stream
+    runs = []
+    for prefix in [None] + opts.kernel:
+        with peers.forced_kernel(prefix):
+            gcase = peers.GgemmCase(lib, torch, data, peers.gg.SCHEDULER_STATIC, full=False)
+        kernel = [line for line in gcase.description.splitlines() if line.startswith("kernel:")][0]
+        print("ggemm%s: %s" % ("" if prefix is None else "_" + prefix, kernel[:80]))
+        runs.append(("ggemm" if prefix is None else "ggemm_" + prefix,
+                     lambda g=gcase: g.run(g.args[0], handle)))
+    if deep_gemm is not None:
+        runs.append(("deepgemm", lambda: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(
+            data.a[0], data.b[0], data.d_deepgemm, data.m_indices)))
+    for _, run in runs:
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("profile")
+    for _, run in runs:
+        run()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    status = peers.device_status_error(data)
+    if status:
+        sys.exit("profile_case.py: " + status)
+    print("profiled %s, in this order: %s" % (case["name"], ", ".join(name for name, _ in runs)))
+
+
+if __name__ == "__main__":
+    main()
