@@ -32,7 +32,7 @@
 #   SANITIZE_TOOLS    compute-sanitizer tools (default: memcheck racecheck synccheck initcheck)
 #   SANITIZE_FILTER   doctest test-case filter of the sanitizer pass (default: sanitizer:*)
 #
-# $OUT keeps at most 10 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
+# $OUT keeps at most 11 files: summary.txt, logs.tar.gz (every log), bench.json, peers.json,
 # peers.md, peers.png, steady.json, backward.json, wgrad.json, glu.json, profile.ncu-rep, and while a stage runs its own log(s), which move into
 # logs.tar when it ends. A run killed from outside leaves logs.tar uncompressed and the running stage's log.
 #
