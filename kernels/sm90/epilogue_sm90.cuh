@@ -154,6 +154,31 @@ __device__ __forceinline__ float2 pre_activation_pair(bool bias, float alpha, fl
                 : contract_pair<EpilogueValue::kScaled>(alpha, acc, 0.f, bias_pair);
 }
 
+// The accumulator group (8 columns) holding the gate columns of a fused GLU's output group; its
+// up columns are kGluBlockColumns / 8 groups further on.
+__device__ __forceinline__ int glu_gate_group(int out_group) {
+    constexpr int kGroupsPerHalf = kGluBlockColumns / 8;
+    return out_group / kGroupsPerHalf * 2 * kGroupsPerHalf + out_group % kGroupsPerHalf;
+}
+
+// A fused GLU's D at the thread's two columns of one output group in row r (half 0) or r + 8
+// (half 1), in fp32: prob * act(gate, up) from the accumulator groups gate and
+// gate + kGluBlockColumns / 8. Both output designs (store_glu_output, write_glu_atom) take it
+// from here, so they give the same bits.
+template <int32_t kActivation, int kTileN>
+__device__ __forceinline__ float2 glu_output_pair(const EpilogueTile& t, float2 prob, bool bias,
+                                                  const float (&acc)[kTileN / 2], int gate, int half,
+                                                  float2 gate_bias, float2 up_bias) {
+    const int up = gate + kGluBlockColumns / 8;
+    const float2 gate_acc = make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]);
+    const float2 up_acc = make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]);
+    const float2 g = pre_activation_pair(bias, t.alpha, gate_acc, gate_bias);
+    const float2 u = pre_activation_pair(bias, t.alpha, up_acc, up_bias);
+    const float p = half == 0 ? prob.x : prob.y;
+    return make_float2(__fmul_rn(p, glu_activation<kActivation>(g.x, u.x, t.glu)),
+                       __fmul_rn(p, glu_activation<kActivation>(g.y, u.y, t.glu)));
+}
+
 // D of a fused GLU (kernels/common/glu.h), from a tile kTileN pre-activation columns wide whose
 // first column is a multiple of 64: each 64-column block [gate 32 | up 32] gives 32 columns of
 // the M x N/2 output. In the fragment, the thread holding gate column c of a block also holds
@@ -187,9 +212,7 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
             if (jj >= groups) break;
-            const int out_group = slice * kGroups + jj;
-            // The accumulator groups of the gate and up columns of this output group.
-            const int gate = out_group / kGroupsPerHalf * 2 * kGroupsPerHalf + out_group % kGroupsPerHalf;
+            const int gate = glu_gate_group(slice * kGroups + jj);
             const int up = gate + kGroupsPerHalf;
             float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
             if (bias) {
@@ -201,13 +224,8 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
             float2 out[2];
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // rows r and r + 8
-                const float2 g = pre_activation_pair(
-                    bias, e.t.alpha, make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]), gate_bias);
-                const float2 u = pre_activation_pair(
-                    bias, e.t.alpha, make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]), up_bias);
-                const float prob = half == 0 ? e.prob.x : e.prob.y;
-                out[half] = make_float2(__fmul_rn(prob, glu_activation<kActivation>(g.x, u.x, e.t.glu)),
-                                        __fmul_rn(prob, glu_activation<kActivation>(g.y, u.y, e.t.glu)));
+                out[half] =
+                    glu_output_pair<kActivation, kTileN>(e.t, e.prob, bias, acc, gate, half, gate_bias, up_bias);
             }
             const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
             const uint32_t at = top_row + swizzled_chunk(row, byte) + (byte & 15);
@@ -263,31 +281,24 @@ __device__ __forceinline__ float2 load_pre_pair(const void* pre, int64_t index) 
 }
 
 // The gate and up pairs of both rows of one R group: [half][gate, up] at elements at[half] and
-// at[half] + 32. One dtype choice for the four loads, so they are issued together and wait once.
+// at[half] + 32, of type T.
+template <class T>
+__device__ __forceinline__ void load_pre_group_of(const void* pre, const int64_t (&at)[2], float2 (&out)[2][2]) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        out[half][0] = load_pre_pair<T>(pre, at[half]);
+        out[half][1] = load_pre_pair<T>(pre, at[half] + kGluBlockColumns);
+    }
+}
+
+// The same of the dtype given at run time: one dtype choice for the four loads, so they are
+// issued together and wait once.
 __device__ __forceinline__ void load_pre_group(const void* pre, int32_t dtype, const int64_t (&at)[2],
                                                float2 (&out)[2][2]) {
     switch (dtype) {
-        case kBF16:
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                out[half][0] = load_pre_pair<__nv_bfloat16>(pre, at[half]);
-                out[half][1] = load_pre_pair<__nv_bfloat16>(pre, at[half] + kGluBlockColumns);
-            }
-            break;
-        case kFP16:
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                out[half][0] = load_pre_pair<__half>(pre, at[half]);
-                out[half][1] = load_pre_pair<__half>(pre, at[half] + kGluBlockColumns);
-            }
-            break;
-        default:
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                out[half][0] = load_pre_pair<float>(pre, at[half]);
-                out[half][1] = load_pre_pair<float>(pre, at[half] + kGluBlockColumns);
-            }
-            break;
+        case kBF16: load_pre_group_of<__nv_bfloat16>(pre, at, out); break;
+        case kFP16: load_pre_group_of<__half>(pre, at, out); break;
+        default: load_pre_group_of<float>(pre, at, out); break;
     }
 }
 

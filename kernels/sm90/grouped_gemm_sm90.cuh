@@ -516,8 +516,8 @@ __device__ __forceinline__ bool reduce_split(SharedStorage<Cfg>& s, const Kernel
 // the piece's width at run time, so its code exists once per kernel. A split of K (whole tiles
 // only) runs its k-blocks, then the reduction, and only the split that arrives last goes on to
 // the epilogue: the same instance as an unsplit tile's, so the epilogue's code exists once.
-// Returns whether acc holds the warpgroup's finished tile (false: its
-// rows are all past the valid-row count, or an earlier-arriving split).
+// Returns whether acc holds the warpgroup's finished tile (false: its rows are all past the
+// valid-row count, or it is a split that arrived before the last).
 template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& output, const KernelArgs& args,
                                          const TileCoord& tile, int32_t k_blocks, int warpgroup, int lane,

@@ -147,7 +147,6 @@ __device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const 
     static_assert(kWidth % (2 * kGluBlockColumns) == 0, "whole gate and up blocks");
     constexpr int kGroups = kAtomColumns / 8;  // output groups of an atom
     constexpr int kOutGroups = kWidth / 2 / 8;
-    constexpr int kGroupsPerHalf = kGluBlockColumns / 8;
     const int thread = threadIdx.x % 128;
     const int lane = thread % 32;
     const int row = 16 * (thread / 32) + (lane & 7) + ((lane >> 3) & 1) * 8;  // write_atom's
@@ -160,10 +159,7 @@ __device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const 
         uint32_t r[4];  // output groups first_group and + 1, rows r and r + 8 of each: stmatrix's order
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-            const int out_group = first_group + i;
-            // The accumulator groups of the gate and up columns of this output group.
-            const int gate = out_group / kGroupsPerHalf * 2 * kGroupsPerHalf + out_group % kGroupsPerHalf;
-            const int up = gate + kGroupsPerHalf;
+            const int gate = glu_gate_group(first_group + i);
             float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
             const int32_t gate_col = e.n_begin + gate * 8 + 2 * (lane % 4);
             if (bias && gate_col < e.t.n) {  // N is whole blocks: the up column is inside too
@@ -172,14 +168,9 @@ __device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const 
             }
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // rows r and r + 8
-                const float2 g = pre_activation_pair(
-                    bias, e.t.alpha, make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]), gate_bias);
-                const float2 u = pre_activation_pair(
-                    bias, e.t.alpha, make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]), up_bias);
-                const float prob = half == 0 ? e.prob.x : e.prob.y;
-                const __nv_bfloat162 h =
-                    __floats2bfloat162_rn(__fmul_rn(prob, glu_activation<kActivation>(g.x, u.x, e.t.glu)),
-                                          __fmul_rn(prob, glu_activation<kActivation>(g.y, u.y, e.t.glu)));
+                const float2 out =
+                    glu_output_pair<kActivation, kWidth>(e.t, e.prob, bias, acc, gate, half, gate_bias, up_bias);
+                const __nv_bfloat162 h = __floats2bfloat162_rn(out.x, out.y);
                 r[2 * i + half] = *reinterpret_cast<const uint32_t*>(&h);
             }
         }
