@@ -14,12 +14,14 @@
 #include <cstdint>
 
 #include "kernels/common/params.h"
+#include "ptx/load.cuh"
 
 namespace ggemm {
 
 // Per-tile constants of the epilogue.
 struct EpilogueTile {
     float alpha;          // alpha[expert]
+    const float* alpha_at;  // &alpha[expert]
     const void* bias;     // this expert's bias row (bias + expert * N), or nullptr
     void* c;              // nullptr when C is not generated
     void* d;
@@ -39,7 +41,8 @@ struct EpilogueTile {
 
 __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
     EpilogueTile t;
-    t.alpha = args.alpha[expert];
+    t.alpha_at = args.alpha + expert;
+    t.alpha = *t.alpha_at;
     t.bias = nullptr;
     if (args.bias != nullptr) {
         const int64_t elem = args.bias_dtype == kFP32 ? 4 : 2;
@@ -59,6 +62,16 @@ __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, in
     t.d_prob_partials = args.d_prob_partials;
     t.m = args.m;
     return t;
+}
+
+// The epilogue's copy of a tile's constants, taken once the main loop is done, with alpha[expert]
+// loaded again there (from the L1, where the tile's start prefetched it). Loaded only at the
+// tile's start, alpha went into a uniform register right away, and that move waited for the
+// load before the tile's first wgmma could issue.
+template <class Epilogue>
+__device__ __forceinline__ Epilogue after_main_loop(Epilogue e) {
+    e.t.alpha = ptx::ld_global_in_place(e.t.alpha_at);
+    return e;
 }
 
 // Which of the contract's values an output takes: with bias, C and D both take v; without, C

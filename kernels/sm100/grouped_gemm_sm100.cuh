@@ -43,6 +43,7 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
+#include "kernels/common/shared_storage.cuh"
 #include "kernels/common/tile_ring.cuh"
 #include "kernels/sm100/encodings.h"
 #include "kernels/sm100/epilogue_sm100.cuh"
@@ -407,8 +408,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // Dynamic shared memory starts at the same offset in every CTA of the kernel, so a pair's two
     // SharedStorage copies sit at the same offsets, as the pair MMA, mapa and multicast require.
     extern __shared__ uint8_t smem_raw[];
-    auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+    auto& s = aligned_shared_storage<SharedStorage<Cfg>>(smem_raw);
     const int thread = threadIdx.x;
     const int warp = thread / 32;
     const int lane = thread % 32;

@@ -30,6 +30,7 @@
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
+#include "kernels/common/shared_storage.cuh"
 #include "kernels/common/split_k.h"
 #include "kernels/common/tile_ring.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
@@ -39,6 +40,7 @@
 #include "ptx/cluster.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/prefetch.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -391,14 +393,16 @@ struct WarpStoreOutput {
     float2 bias_pair;
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
-        begin_epilogue(epilogue, bias_pair);
-        store_tile<kWidth>(epilogue, acc);
+        const FragmentEpilogue e = after_main_loop(epilogue);
+        begin_epilogue(e, bias_pair);
+        store_tile<kWidth>(e, acc);
     }
     // The fused GLU's epilogues, over the whole tile's accumulators up to `width` columns.
     template <int kTileN>
     __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t width) const {
-        begin_epilogue(epilogue, bias_pair);
-        store_fused_tile<kTileN>(epilogue, acc, width);
+        const FragmentEpilogue e = after_main_loop(epilogue);
+        begin_epilogue(e, bias_pair);
+        store_fused_tile<kTileN>(e, acc, width);
     }
 };
 
@@ -409,7 +413,7 @@ struct TmaStoreOutput {
     TmaStoreEpilogue epilogue;
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
-        store_tile_tma<kWidth, kStoreAtoms, kGlu>(epilogue, acc);
+        store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop(epilogue), acc);
     }
 };
 
@@ -430,6 +434,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         WarpStoreOutput out;
         out.epilogue.t = epilogue_tile(args, tile.expert);
+        ptx::prefetch_global_l1(out.epilogue.t.alpha_at);  // after_main_loop loads it
         out.epilogue.row_begin = row_begin;
         out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         out.epilogue.n_begin = tile.n_begin;
@@ -445,6 +450,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     } else {
         TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu> out;
         out.epilogue.t = epilogue_tile(args, tile.expert);
+        ptx::prefetch_global_l1(out.epilogue.t.alpha_at);  // after_main_loop loads it
         out.epilogue.prob = prob;
         out.epilogue.buffer = s.output.d_tile[warpgroup];
         out.epilogue.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
@@ -602,8 +608,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     static_assert(kSmemBytes<Cfg> <= kSharedMemoryLimit, "stages + staging + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
-    auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+    auto& s = aligned_shared_storage<SharedStorage<Cfg>>(smem_raw);
     const int thread = threadIdx.x;
 
     if (thread == 0) {

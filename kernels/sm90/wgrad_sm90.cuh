@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "kernels/common/contract.h"
+#include "kernels/common/shared_storage.cuh"
 #include "kernels/common/wgrad_params.h"
 #include "kernels/common/wgrad_schedule.h"
 #include "kernels/sm90/wgrad_epilogue_sm90.cuh"
@@ -302,8 +303,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     static_assert(kWgradSmemBytes<Cfg> <= kWgradSharedMemoryLimit, "stages + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
-    auto& s = *reinterpret_cast<WgradSharedStorage<Cfg>*>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+    auto& s = aligned_shared_storage<WgradSharedStorage<Cfg>>(smem_raw);
     const int thread = threadIdx.x;
 
     if (thread == 0) {
