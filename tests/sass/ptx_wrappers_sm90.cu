@@ -1,5 +1,5 @@
 // Compile-only: kernels that call every wrapper of ptx/mbarrier.cuh, tma.h, fence.h, cluster.h,
-// barrier.h, prefetch.cuh and wgmma.h, including forms the SM90 kernel does not use yet
+// barrier.h, prefetch.cuh, load.cuh and wgmma.h, including forms the SM90 kernel does not use yet
 // (multicast loads, TMA stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
 // elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
 // the SASS each wrapper must produce. Never linked, never run.
@@ -10,6 +10,7 @@
 #include "ptx/barrier.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/fence.cuh"
+#include "ptx/load.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/prefetch.cuh"
 #include "ptx/smem.cuh"
@@ -66,6 +67,9 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     // ptx/prefetch.cuh: a line of global memory into the L1 (CCTL.E.PF1) and the L2 (CCTL.E.PF2).
     prefetch_global_l1(out + 32 * threadIdx.x + 4096);
     prefetch_global_l2(out + 32 * threadIdx.x);
+    // ptx/load.cuh: a global load in place (LDG.E).
+    const float* floats = reinterpret_cast<const float*>(out);
+    out[3 + threadIdx.x] = __float_as_uint(ld_global_in_place(floats + 64 * threadIdx.x + 8192));
 }
 
 // One kernel per wgmma width and B major-ness, each with the whole register file (the
