@@ -112,7 +112,9 @@ struct Config {
     // it keeps none: it waits for each batch and releases its stage at once, so it holds one
     // stage and the producer stays two ahead (with one in flight it would hold two, and the
     // producer only one ahead: the 3-stage kernels leave room for a whole-tile output buffer).
-    static constexpr int kBatchesInFlight = kStages <= 3 ? 0 : 1;
+    // The 64-wide tile keeps none either: its k-blocks are short next to their loads' latency,
+    // so a stage held one k-block longer is a stage that cannot be loading.
+    static constexpr int kBatchesInFlight = kStages <= 3 || kTileN <= 64 ? 0 : 1;
     static constexpr int kProducerRegisters = 56;
     static constexpr int kMathRegisters = 224;
 
