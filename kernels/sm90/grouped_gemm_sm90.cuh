@@ -3,7 +3,7 @@
 // Read top to bottom: configuration and its compile-time checks, shared-memory carve-up,
 // barrier init, role split with register reallocation, producer loop, math loop, epilogue.
 //
-// One CTA per SM. Warpgroup 0 is the producer: one thread walks the tile schedule, publishes
+// One CTA per SM. Warpgroup 0 is the producer: one warp walks the tile schedule, one lane publishes
 // each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
 // multi-stage shared-memory ring with TMA (B as one K-major box, or as 64-column N-major boxes:
 // operand_layout.h). In a cluster of two CTAs along M (kClusterM = 2, static scheduler only) the
@@ -259,10 +259,22 @@ __device__ __forceinline__ void load_b(__nv_bfloat16* b, const CUtensorMap* b_ma
     }
 }
 
+// The next work item of the dynamic scheduler, claimed by one lane and seen by all.
+__device__ __forceinline__ int64_t claim_item(unsigned long long* tile_counter, bool leader) {
+    unsigned long long item = 0;
+    if (leader) item = atomicAdd(tile_counter, 1ull);
+    return static_cast<int64_t>(__shfl_sync(0xffffffffu, item, 0));
+}
+
+// The producer: run by every lane of one warp, which all walk the same schedule, so the loop's
+// state is warp-uniform and lives in uniform registers (walked by one thread, it was not, and
+// each TMA load sat in a loop moving its operands into uniform registers). One lane publishes the
+// tiles, arms the stages' barriers and issues the loads.
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const KernelArgs& args,
                                         const int32_t* valid_rows) {
+    const bool leader = threadIdx.x % 32 == 0;
     const bool discrete = args.weight_mode == kDiscrete;
     GroupedTileScheduler<Cfg::kScheduleTileM, Cfg::kTileN> schedule(
         s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kScheduleGroupM,
@@ -274,7 +286,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     const uint32_t rank = Cfg::kClusterM == 1 ? 0u : ptx::cluster_cta_rank();
 
     // Work items: tiles, then pieces of the last round's tiles (tail_split.h).
-    int64_t item = dynamic ? atomicAdd(args.tile_counter, 1ull) : first_static_item<Cfg>();
+    int64_t item = dynamic ? claim_item(args.tile_counter, leader) : first_static_item<Cfg>();
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     const int32_t k_splits = Cfg::kSplitK ? args.k_splits : 1;
@@ -282,11 +294,13 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         const TileCoord tile = cluster_share(schedule.item(item, args.tail, k_splits), rank, Cfg::kTileM);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
-        s.tiles[slot] = tile;
-        ptx::mbarrier_arrive(&s.tile_full[slot]);
+        if (leader) {
+            s.tiles[slot] = tile;
+            ptx::mbarrier_arrive(&s.tile_full[slot]);
+        }
         if (tile.expert < 0) return;
         // Claim the next item now so the atomic's latency hides behind this one's loads.
-        item = dynamic ? atomicAdd(args.tile_counter, 1ull) : item + static_item_stride<Cfg>();
+        item = dynamic ? claim_item(args.tile_counter, leader) : item + static_item_stride<Cfg>();
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
         const KBlockRange blocks = split_k_range(k_blocks, k_splits, tile.k_split);
 
@@ -297,14 +311,16 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         }
         for (int32_t kb = blocks.begin; kb < blocks.end; ++kb) {
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-            auto& st = s.stages[stage];
-            // The whole B tile lands here, in a cluster half of it from the other CTA's load
-            // (whose bytes may complete on this barrier before this arrival: the count goes
-            // negative until then, and the phase cannot complete without the arrival).
-            ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
-            const int32_t k = kb * Cfg::kBlockK;
-            ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
-            load_b<Cfg>(st.b, b_map, expert_map, &s.full[stage], discrete, k, tile, rank);
+            if (leader) {
+                auto& st = s.stages[stage];
+                // The whole B tile lands here, in a cluster half of it from the other CTA's load
+                // (whose bytes may complete on this barrier before this arrival: the count goes
+                // negative until then, and the phase cannot complete without the arrival).
+                ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
+                const int32_t k = kb * Cfg::kBlockK;
+                ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
+                load_b<Cfg>(st.b, b_map, expert_map, &s.full[stage], discrete, k, tile, rank);
+            }
             if (++stage == Cfg::kStages) {
                 stage = 0;
                 phase ^= 1;
@@ -660,7 +676,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (thread == 0) produce<Cfg>(s, a_map, b_map, args, valid_rows);
+        if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) produce<Cfg>(s, a_map, b_map, args, valid_rows);
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
         compute<Cfg>(s, args, d_map, warpgroup - 1);
