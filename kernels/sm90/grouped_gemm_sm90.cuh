@@ -27,6 +27,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/claim_item.cuh"
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
@@ -257,13 +258,6 @@ __device__ __forceinline__ void load_b(__nv_bfloat16* b, const CUtensorMap* b_ma
             }
         }
     }
-}
-
-// The next work item of the dynamic scheduler, claimed by one lane and seen by all.
-__device__ __forceinline__ int64_t claim_item(unsigned long long* tile_counter, bool leader) {
-    unsigned long long item = 0;
-    if (leader) item = atomicAdd(tile_counter, 1ull);
-    return static_cast<int64_t>(__shfl_sync(0xffffffffu, item, 0));
 }
 
 // The producer: run by every lane of one warp, which all walk the same schedule, so the loop's

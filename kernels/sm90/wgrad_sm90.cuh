@@ -7,7 +7,7 @@
 //
 // A tile is 128 rows of P x kTileQ columns of Q of one expert's output, summed over all the
 // expert's rows (no split of K: each output element is written by one CTA in one fixed order,
-// so results are bitwise reproducible). Warpgroup 0 is the producer: one thread walks the tile
+// so results are bitwise reproducible). Warpgroup 0 is the producer: one warp walks the tile
 // schedule (wgrad_schedule.h), decides what each tile does (sum, zeros, or nothing), publishes
 // it to the math warpgroups through a small ring, and streams 64-row k-blocks of X1 and X2 into
 // a multi-stage shared-memory ring with TMA. Both operands stay as stored: the row index r is
@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/claim_item.cuh"
 #include "kernels/common/contract.h"
 #include "kernels/common/shared_storage.cuh"
 #include "kernels/common/wgrad_params.h"
@@ -133,40 +134,47 @@ __device__ __forceinline__ WgradTileSlot plan_tile(const WgradTilePosition& posi
     return slot;
 }
 
+// Run by every lane of one warp, as grouped_gemm_sm90.cuh's producer: the loop's state is
+// warp-uniform; one lane publishes the tiles, arms the stages and issues the loads.
 template <class Cfg>
 __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const CUtensorMap* x1_map,
                                         const CUtensorMap* x2_map, const WgradKernelArgs& args) {
+    const bool leader = threadIdx.x % 32 == 0;
     const WgradTiles tiles = wgrad_tiles(args.num_experts, args.p, args.q, Cfg::kTileP, Cfg::kTileQ);
     ExpertRowCursor cursor(s.offsets, args.m);
     const bool dynamic = args.scheduler == kDynamic;
-    int64_t item = dynamic ? static_cast<int64_t>(atomicAdd(args.tile_counter, 1ull)) : blockIdx.x;
+    int64_t item = dynamic ? claim_item(args.tile_counter, leader) : blockIdx.x;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
         const WgradTileSlot tile = plan_tile(tiles.at(item), cursor, args);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
-        s.tiles[slot] = tile;
-        ptx::mbarrier_arrive(&s.tile_full[slot]);
+        if (leader) {
+            s.tiles[slot] = tile;
+            ptx::mbarrier_arrive(&s.tile_full[slot]);
+        }
         if (tile.expert < 0) return;
         // Claim the next tile now so the atomic's latency hides behind this one's loads.
-        item = dynamic ? static_cast<int64_t>(atomicAdd(args.tile_counter, 1ull)) : item + gridDim.x;
+        item = dynamic ? claim_item(args.tile_counter, leader) : item + gridDim.x;
         if (tile.action != static_cast<int32_t>(WgradAction::kSum)) continue;
 
         for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-            auto& st = s.stages[stage];
-            ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kStageBytes);
-            const int32_t row = tile.row_begin + kb * Cfg::kBlockRows;
-            // Boxes past P or Q arrive as zeros and still count their full bytes.
+            if (leader) {
+                auto& st = s.stages[stage];
+                ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kStageBytes);
+                const int32_t row = tile.row_begin + kb * Cfg::kBlockRows;
+                // Boxes past P or Q arrive as zeros and still count their full bytes.
 #pragma unroll
-            for (int b = 0; b < Cfg::kX1Boxes; ++b) {
-                ptx::tma_load_2d(st.x1 + b * kWgradBoxColumns * Cfg::kBlockRows, x1_map, &s.full[stage],
-                                 tile.p_begin + b * kWgradBoxColumns, row);
-            }
+                for (int b = 0; b < Cfg::kX1Boxes; ++b) {
+                    ptx::tma_load_2d(st.x1 + b * kWgradBoxColumns * Cfg::kBlockRows, x1_map, &s.full[stage],
+                                     tile.p_begin + b * kWgradBoxColumns, row);
+                }
 #pragma unroll
-            for (int b = 0; b < Cfg::kX2Boxes; ++b) {
-                ptx::tma_load_2d(st.x2 + b * kWgradBoxColumns * Cfg::kBlockRows, x2_map, &s.full[stage],
-                                 tile.q_begin + b * kWgradBoxColumns, row);
+                for (int b = 0; b < Cfg::kX2Boxes; ++b) {
+                    ptx::tma_load_2d(st.x2 + b * kWgradBoxColumns * Cfg::kBlockRows, x2_map, &s.full[stage],
+                                     tile.q_begin + b * kWgradBoxColumns, row);
+                }
             }
             if (++stage == Cfg::kStages) {
                 stage = 0;
@@ -335,7 +343,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (thread == 0) wgrad_produce<Cfg>(s, &x1_map, &x2_map, args);
+        if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) wgrad_produce<Cfg>(s, &x1_map, &x2_map, args);
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
         wgrad_compute<Cfg>(s, &out_map, args, warpgroup - 1);
