@@ -163,4 +163,33 @@ struct Wgmma<64, kTransposeB, kTransposeA> {
     }
 };
 
+// wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+//     {d0..d15}, desc_a, desc_b, p, 1, 1, kTransposeA, kTransposeB;   PTX 8.0, sm_90a
+// d += A(64x16) * B(32x16)^T, or d = A * B^T when accumulate == 0 (p false). The trailing
+// immediates: scale-a 1, scale-b 1, transpose of A kTransposeA and of B kTransposeB (0: K-major,
+// 1: MN-major).
+template <int kTransposeB, int kTransposeA>
+struct Wgmma<32, kTransposeB, kTransposeA> {
+    static_assert(kTransposeB == 0 || kTransposeB == 1, "imm-trans-b is 0 or 1");
+    static_assert(kTransposeA == 0 || kTransposeA == 1, "imm-trans-a is 0 or 1");
+    static constexpr int kAccumulators = 16;
+    __device__ __forceinline__ static void mma(float (&d)[16], uint64_t desc_a, uint64_t desc_b,
+                                               uint32_t accumulate) {
+#if defined(GGEMM_PTX_SM90A)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "setp.ne.b32 p, %18, 0;\n\t"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+            "%16, %17, p, 1, 1, %20, %19;\n\t}"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+            "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(kTransposeB), "n"(kTransposeA));
+#else
+        (void)d; (void)desc_a; (void)desc_b; (void)accumulate;
+        ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+    }
+};
+
 }  // namespace ggemm::ptx

@@ -11,7 +11,7 @@ const TileWidthEfficiency kTileWidthEfficiency[] = {
     // Hopper: one wgmma m64nNk16 per warpgroup per k-step; N=256 amortizes the A fragment
     // best, N=192 is close, N=128 pays for twice the A traffic per output column of N=256.
     {90, 256, 1.00},  {90, 224, 0.99}, {90, 192, 0.985}, {90, 160, 0.95}, {90, 128, 0.92},
-    {90, 64, 0.80},
+    {90, 64, 0.80},   {90, 32, 0.65},
     // Blackwell: an ESTIMATE, never measured on SM100 (no SM100 GPU has run these kernels,
     // docs/SM100.md). The rows copy Hopper's on the same reuse argument: tcgen05.mma
     // accumulates in TMEM (512 columns) and a wider tile reads A once for more output columns.

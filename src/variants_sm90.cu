@@ -95,6 +95,10 @@ using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
 // 64 wide: for small calls, where 128 x 256 tiles would leave most SMs idle (the planner counts waves).
 using Tile64 = sm90::Config<64, 8>;
+// 32 wide: single experts of a few hundred rows and N of 1536-2048 fill the SMs only in tiles
+// this narrow (DeepGEMM's heuristic picks 32-wide tiles there). K-major weights only (an N-major
+// box is 64 columns).
+using Tile32 = sm90::Config<32, 10>;
 // TMA stores: 256 wide, four stages and a buffer of half the tile (two passes), or three stages
 // and the whole tile (one pass); 192 wide, four stages and the whole tile.
 using Tile256Halves = sm90::Config<256, 4, sm90::Output::kTmaStore, 128>;
@@ -120,6 +124,7 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
     sm90_variant<Tile64>("sm90_tma_wgmma_128x64x64_s8"),
+    sm90_variant<Tile32>("sm90_tma_wgmma_128x32x64_s10"),
     sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),
     sm90_variant<Tile256Whole>("sm90_tmastore_whole_128x256x64_s3"),
     sm90_variant<Tile192Whole>("sm90_tmastore_whole_128x192x64_s4"),

@@ -99,21 +99,24 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
                                              int32_t n_end) {
     constexpr int kCols = kSliceRowBytes / static_cast<int>(sizeof(T));
     constexpr int kGroups = kCols / 8;
+    constexpr int kTileGroups = kTileN / 8;  // a tile narrower than a slice fills part of one
     const int thread = threadIdx.x % 128;
     const int warp = thread / 32;
     const int lane = thread % 32;
     const int row = warp * 16 + lane / 4;  // and row + 8, which has the same swizzle
     const uint32_t top_row = e.slice_addr + row * kSliceRowBytes;
     const int pair_byte = 2 * (lane % 4) * static_cast<int>(sizeof(T));  // in an 8-column group
+    const int32_t tile_end = e.n_begin + kTileN < n_end ? e.n_begin + kTileN : n_end;
 #pragma unroll
-    for (int slice = 0; slice < kTileN / kCols; ++slice) {
+    for (int slice = 0; slice < (kTileN + kCols - 1) / kCols; ++slice) {
         const int32_t col0 = e.n_begin + slice * kCols;
-        if (col0 >= n_end) break;  // N tail: nothing left of the tile
+        if (col0 >= tile_end) break;  // N tail: nothing left of the tile
         // The slice's bias columns first: the loads then overlap instead of each waiting in turn.
         float2 bias[kGroups];
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
             bias[jj] = make_float2(0.f, 0.f);
+            if (slice * kGroups + jj >= kTileGroups) continue;
             if constexpr (kValue == EpilogueValue::kBiased || kValue == EpilogueValue::kBiasedPreActivation) {
                 const uint2 raw =
                     ptx::ld_shared_v2_b32(e.bias_addr + ((slice * kGroups + jj) * 8 + 2 * (lane % 4)) * 4);
@@ -123,6 +126,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
             const int j = slice * kGroups + jj;
+            if (j >= kTileGroups) continue;
             const float2 top =
                 contract_pair<kValue>(e.t.alpha, make_float2(acc[4 * j], acc[4 * j + 1]), e.prob.x, bias[jj]);
             const float2 bottom = contract_pair<kValue>(e.t.alpha, make_float2(acc[4 * j + 2], acc[4 * j + 3]),
@@ -133,7 +137,7 @@ __device__ __forceinline__ void store_output(const FragmentEpilogue& e, void* ou
             stage_pair<T>(at + 8 * kSliceRowBytes, bottom);
         }
         ptx::warp_sync();  // the warp's rows of the slice are staged
-        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, n_end, e.t.n, warp, lane, e.rows);
+        copy_slice<T>(e.slice_addr, out, e.row_begin, col0, tile_end, e.t.n, warp, lane, e.rows);
         ptx::warp_sync();  // and read: the warp may write its rows of the next slice
     }
 }

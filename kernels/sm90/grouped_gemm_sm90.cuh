@@ -88,8 +88,8 @@ struct Config {
     static constexpr bool kSplitK = kClusterM == 1;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
-    // (fused, it would spill).
-    static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256;
+    // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
+    static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256 && kTileN >= 64;
     // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D without C): the one-CTA
     // K-major kernels 256 wide with a buffer of half the tile (the output is half the tile: one
     // pass) and 192 wide.
@@ -122,7 +122,8 @@ struct Config {
     static_assert(128 * kProducerRegisters + 128 * kMathWarpgroups * kMathRegisters <=
                       kThreads * (65536 / kThreads / 8 * 8),
                   "setmaxnreg budget exceeds the registers the launch gave the CTA");
-    static_assert(kTileN % kPieceColumns == 0 && kTileN <= 256, "wgmma N, pieces and the TMA box (<= 256 rows)");
+    static_assert((kTileN % kPieceColumns == 0 || kTileN == kPieceColumns / 2) && kTileN <= 256,
+                  "wgmma N, pieces (a tile narrower than a piece is never cut) and the TMA box (<= 256 rows)");
     static_assert(kTileM % kSegmentAlignment == 0 || kSegmentAlignment % kTileM == 0,
                   "a tile must never straddle two experts");
     static_assert(kGroupM % 2 == 0, "raster groups pair row blocks");
@@ -541,7 +542,8 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
                                          const TileCoord& tile, int32_t k_blocks, int warpgroup, int lane,
                                          float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
                                          bool fused) {
-    static_assert(kWidth <= Cfg::kTileN && kWidth % kPieceColumns == 0, "a tile or a piece of one");
+    static_assert(kWidth <= Cfg::kTileN && (kWidth % kPieceColumns == 0 || kWidth == Cfg::kTileN),
+                  "a tile or a piece of one");
     if (output.epilogue.rows == 0) {  // every row of this warpgroup is past the valid-row count
         skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
         return false;
@@ -589,10 +591,11 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
         }
 
-        // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns).
+        // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns; a tile
+        // narrower than a piece is never cut).
         const bool fused = Cfg::kFusedGlu && args.activation != kActivationNone;
-        bool finished;
-        if (tile.n_width == Cfg::kTileN) {
+        bool finished = false;
+        if (Cfg::kTileN < kPieceColumns || tile.n_width == Cfg::kTileN) {
             finished = run_tile<Cfg, Cfg::kTileN>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
                                                   phase, fused);
         } else if constexpr (Cfg::kTileN == 256) {
@@ -603,7 +606,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
                 finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc,
                                                         stage, phase, fused);
             }
-        } else {
+        } else if constexpr (Cfg::kTileN >= kPieceColumns) {
             finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
                                                     phase, fused);
         }

@@ -226,6 +226,22 @@ TEST_CASE("matrix: every SM90 tile width, cases 2, 9 and 13") {
     }
 }
 
+// The narrow tiles the fill rule takes for small calls, on the same rows: 64 wide with both
+// weight layouts, 32 wide with K-major weights (an N-major box is 64 columns).
+TEST_CASE("matrix: the 64- and 32-wide tiles, cases 2, 9 and 13") {
+    for (const int32_t tile_n : {64, 32}) {
+        for (const int32_t weight_layout : {K_MAJOR, N_MAJOR}) {
+            if (tile_n == 32 && weight_layout == N_MAJOR) continue;
+            for (const std::size_t index : {1u, 8u, 12u}) {
+                CAPTURE(tile_n);
+                CAPTURE(weight_layout);
+                run_matrix_case(index, false, tile_n, weight_layout);
+                run_matrix_case(index, true, tile_n, weight_layout);
+            }
+        }
+    }
+}
+
 // The last partial round of tiles cut into pieces along N (kernels/common/tail_split.h), on this
 // GPU's SM count, for every SM90 tile width: M is searched so that at least one whole round of
 // tiles runs before the pieces, with N = 520 so that some pieces start past N. Static and dynamic

@@ -64,7 +64,7 @@ void check_described(const CaseConfig& config, int64_t m) {
 
 TEST_CASE("split-K: every tile width, dtypes, bias and C, both weight sources, K and N tails") {
     uint64_t seed = 9100;
-    for (const int32_t tile_n : {64, 128, 192, 256}) {
+    for (const int32_t tile_n : {32, 64, 128, 192, 256}) {
         for (const int32_t split_k : {2, 3, 8}) {
             CaseConfig config = split_config("split-K", split_k, tile_n, ++seed);
             check_described(config, 1024);

@@ -316,6 +316,7 @@ if [[ -n "$nvcc" ]]; then
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi64' 'HGMMA\.64x64x16\.F32\.BF16'
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi32' 'HGMMA\.64x32x16\.F32\.BF16'
         # imm-trans-b = 1 (B MN-major) assembles to the .tnspB form of the B descriptor operand.
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi[0-9]+ELi1E' 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
         check_absent sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi[0-9]+ELi0E' 'HGMMA[^;]*tnspB'

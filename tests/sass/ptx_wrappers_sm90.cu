@@ -102,6 +102,7 @@ template __global__ void ptx_wrappers_sm90_wgmma<256, 0>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<192, 0>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<128, 0>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<64, 0>(float*);
+template __global__ void ptx_wrappers_sm90_wgmma<32, 0>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<256, 1>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<192, 1>(float*);
 template __global__ void ptx_wrappers_sm90_wgmma<128, 1>(float*);
