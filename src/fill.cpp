@@ -1,5 +1,5 @@
 // The fill rule (src/heuristics.h): for capacities that leave the best-scored kernel under two
-// waves of tiles, which candidate and split of K serve the plan, and how describe says so.
+// waves of tiles, which candidate serves the plan, and how describe says so.
 #include "src/fill.h"
 
 #include "kernels/common/split_k.h"
@@ -9,24 +9,10 @@ namespace ggemm {
 
 namespace {
 
-// Splits of K worth weighing for `variant`: desc->split_k when set, else 1 and, for calls small
-// enough to split (kSplitRowLimit), 2 .. the variant's and K's limits.
-std::vector<int32_t> split_choices(const ggemm_plan_desc& desc, const KernelVariant& variant) {
-    if (desc.split_k >= 1) return {desc.split_k};
-    std::vector<int32_t> choices = {1};
-    // The fused GLU and dGLU epilogues need whole sums of K.
-    if (desc.m_capacity > kSplitRowLimit || desc.activation != GGEMM_ACTIVATION_NONE) return choices;
-    const int64_t k_blocks = (desc.k + kSplitBlockK - 1) / kSplitBlockK;
-    for (int32_t s = 2; s <= variant.max_split_k && s <= k_blocks; ++s) choices.push_back(s);
-    return choices;
-}
-
-// True when option `a` should be chosen over `b`: faster, then the primary, then fewer splits,
-// then the better score.
+// True when option `a` should be chosen over `b`: faster, then the primary, then the better score.
 bool better_fill(const FillOption& a, const FillOption& b, const Candidate* primary, bool large) {
     if (a.estimate.total != b.estimate.total) return a.estimate.total < b.estimate.total;
     if ((a.candidate == primary) != (b.candidate == primary)) return a.candidate == primary;
-    if (a.estimate.splits != b.estimate.splits) return a.estimate.splits < b.estimate.splits;
     return better_choice(*a.candidate->variant, a.candidate->score, *b.candidate->variant, b.candidate->score, large);
 }
 
@@ -45,16 +31,18 @@ FillDecision decide_fill(const ggemm_plan_desc& desc, const std::vector<Candidat
         d.splits = desc.split_k >= 2 ? desc.split_k : 1;
         return d;
     }
+    // K is split only when desc->split_k asks. The model would split it for single experts of a
+    // few hundred rows, but on an H200 each such split ran 1.1-1.5x the time of the unsplit
+    // narrower tiles it chose instead (docs/PERFORMANCE.md).
+    const int32_t splits = desc.split_k >= 1 ? desc.split_k : 1;
     const FillOption* best = nullptr;
     const bool large = large_experts(desc.m_capacity, desc.num_experts);
     for (const Candidate& c : candidates) {
         // The model never changes the cluster: clusters (SM90 multicast, SM100 CTA pairs) are
         // taken only when asked for, and then every candidate is one.
         if (c.variant->cluster_m != v.cluster_m) continue;
-        for (const int32_t splits : split_choices(desc, *c.variant)) {
-            d.options.push_back({&c, estimate_fill(*c.variant, desc.m_capacity, desc.n, desc.k, desc.num_experts,
-                                                   splits, c.score.grid)});
-        }
+        d.options.push_back({&c, estimate_fill(*c.variant, desc.m_capacity, desc.n, desc.k, desc.num_experts,
+                                               splits, c.score.grid)});
     }
     for (const FillOption& option : d.options) {
         if (option.estimate.total <= 0) continue;  // no model for this arch

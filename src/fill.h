@@ -1,6 +1,7 @@
 // The fill rule: where the plan's m_capacity leaves the best-scored kernel variant under
-// kFillWaves waves of tiles, the fill model (src/heuristics.h) chooses the variant and the split
-// of K (kernels/common/split_k.h) instead, and the plan's description lists its estimates.
+// kFillWaves waves of tiles, the fill model (src/heuristics.h) chooses the variant instead, with
+// K split only as desc->split_k asks (kernels/common/split_k.h), and the plan's description
+// lists its estimates.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,7 @@ struct Candidate {
     VariantScore score;
 };
 
-// One estimate the fill model made: a candidate with one split of K.
+// One estimate the fill model made: a candidate with the plan's split of K.
 struct FillOption {
     const Candidate* candidate;
     FillEstimate estimate;

@@ -16,7 +16,8 @@
 //
 // The score does not depend on M. Where the plan's m_capacity leaves the best-scored variant
 // (the primary) less than kFillWaves waves of tiles, a second rule, the fill model, estimates
-// each candidate's time at that M, with K split or not (kernels/common/split_k.h):
+// each candidate's time at that M, with K split as desc->split_k asks (kernels/common/split_k.h;
+// unsplit unless asked, src/fill.cpp says why):
 //
 //   time = max(waves x item_cycles, l2_bytes / l2_rate, dram_bytes / dram_rate)
 //   waves       = ceil(tiles x splits / grid)                    tiles = M/128 x ceil(N/tile_n)

@@ -84,8 +84,9 @@ struct Config {
     static constexpr int kClusterM = kClusterM_;
     static constexpr int kScheduleTileM = kTileM * kClusterM;
     // Whether the kernel can split K (kernels/common/split_k.h): not in clusters, where both CTAs
-    // would count their partials on one tile's counters.
-    static constexpr bool kSplitK = kClusterM == 1;
+    // would count their partials on one tile's counters, nor 32 wide (split_k.h sizes the
+    // counters and the 32-bit work-item count for tiles of 64 columns or more).
+    static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.

@@ -127,18 +127,18 @@ TEST_CASE("fill: the MoE suite keeps the score's choice (many waves), and descri
 
 TEST_CASE("fill: the small-call suite's choices, with the estimates in describe") {
     // Up to two waves of 128 x 256 tiles the score's choice stands; below that the fill model
-    // splits K where one 256-row block leaves most SMs idle, or takes narrower tiles (N = 7168,
-    // K = 2048: 112 tiles of 128 x 128 beat 56 of 128 x 256 split or not).
+    // takes narrower tiles (N = 7168, K = 2048: 112 tiles of 128 x 128 beat 56 of 128 x 256;
+    // N = 1536, K = 2048: 96 of 128 x 32 beat 48 of 128 x 64) and never splits K unasked.
     check_pins("small_shapes.json", {
                                         {"dsv3_fc1_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"dsv3_fc2_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc1_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc2_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                        {"one_expert_m256", "sm90_tmastore_halves_128x256x64_s4", 4},
-                                        {"one_expert_n2048_m256", "sm90_tmastore_halves_128x256x64_s4", 8},
+                                        {"one_expert_m256", "sm90_tma_wgmma_128x64x64_s8", 1},
+                                        {"one_expert_n2048_m256", "sm90_tma_wgmma_128x64x64_s8", 1},
                                         {"dsv3_fc2_one_expert_m256", "sm90_tma_wgmma_128x128x64_s6", 1},
-                                        {"dsv3_fc1_two_experts_m512", "sm90_tmastore_halves_128x256x64_s4", 2},
-                                        {"qwen3_fc1_one_expert_m256", "sm90_tma_wgmma_128x128x64_s6", 5},
+                                        {"dsv3_fc1_two_experts_m512", "sm90_tma_wgmma_128x128x64_s6", 1},
+                                        {"qwen3_fc1_one_expert_m256", "sm90_tma_wgmma_128x32x64_s10", 1},
                                         {"mixtral_fc1_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"mixtral_fc2_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"gptoss_fc1_decode_L32", "sm90_tmastore_whole_128x192x64_s4", 1},
@@ -152,10 +152,8 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
         if (c.m <= 512) CHECK(modelled);       // at most 64 tiles of 128 x 256 on 132 SMs
         if (c.m >= 8192) CHECK_FALSE(modelled);  // 2 waves of them or more
         if (modelled) CHECK(plan.description.find("  chosen ") != std::string::npos);
-        if (plan.k_splits > 1) {
-            CHECK(plan.description.find("split-K: K split " + std::to_string(plan.k_splits) + " ways") !=
-                  std::string::npos);
-        }
+        CHECK(plan.k_splits == 1);
+        CHECK(plan.description.find("split-K: none") != std::string::npos);
     }
 }
 
@@ -353,7 +351,7 @@ TEST_CASE("fill model: narrower tiles win only by cutting waves") {
     CHECK(ggemm::estimate_fill(variant("b", 100, 128, 256, 1), 256, 4096, 7168, 1, 1, 148).total == 0);
 }
 
-TEST_CASE("fill: the GPU test's one-expert decode plan splits K on its own") {
+TEST_CASE("fill: the GPU test's one-expert decode plan narrows its tiles and keeps K whole") {
     // tests/gpu/test_split_k.cpp, "the planner's own choice": M = 256, m_capacity = M + 512.
     ggemm_plan_desc desc = valid_desc();
     desc.m_capacity = 768;
@@ -363,6 +361,14 @@ TEST_CASE("fill: the GPU test's one-expert decode plan splits K on its own") {
     desc.c_dtype = GGEMM_DTYPE_FP32;
     const ggemm_plan plan = plan_on_h200(desc);
     CAPTURE(plan.description);
-    CHECK(plan.k_splits > 1);
-    CHECK(plan.split_rows == 768);
+    CHECK(plan.description.find("so the fill model chooses") != std::string::npos);
+    CHECK(plan.variant.tile_n < 256);
+    CHECK(plan.k_splits == 1);
+    CHECK(plan.split_rows == 0);
+    // Asked for, the split is made, on the tile the model finds fastest with it.
+    desc.split_k = 4;
+    const ggemm_plan split = plan_on_h200(desc);
+    CAPTURE(split.description);
+    CHECK(split.k_splits == 4);
+    CHECK(split.split_rows == 768);
 }
