@@ -264,6 +264,20 @@ TEST_CASE("split-K: SM100's kernels cannot split K, and say so") {
     CHECK(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) == GGEMM_SUCCESS);
 }
 
+TEST_CASE("split-K: SM90's 32-wide kernel cannot split K, and says so") {
+    ggemm_plan_desc desc = valid_desc();
+    desc.tile_n = 32;
+    desc.split_k = 2;
+    ggemm_plan plan;
+    CHECK(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan) ==
+          GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(std::string(ggemm::last_error()).find("splits K at most 1 way, desc->split_k = 2") != std::string::npos);
+    desc.split_k = 0;
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan) == GGEMM_SUCCESS);
+    CHECK(plan.variant.tile_n == 32);
+    CHECK(plan.k_splits == 1);
+}
+
 TEST_CASE("split-K: a forced split, its kernel arguments and the counters each call clears") {
     ggemm_plan_desc desc = valid_desc();
     desc.m_capacity = 512;
