@@ -36,11 +36,13 @@ const OutputPreference kOutputPreference = {1.00, 1.01};
 const int64_t kLargeExpertRows = 2048;
 
 // Hopper (H100 / H200): 4096 bf16 flops per SM per cycle (989 TFLOP/s dense at 1.83 GHz x 132
-// SMs); 64 bytes per SM per cycle from L2, about 6150 for all SMs together (DeepGEMM's SM90
-// heuristic uses the same two numbers); 4.8 TB/s of HBM3e at 1.83 GHz, about 2600 bytes per
-// cycle. Blackwell: no model (never measured), so the score alone chooses there.
+// SMs); 45 bytes of operands per SM per cycle, what ggemm's 128 x 64 kernel drew on single
+// experts of 256 rows and K = 7168 on an H200 (537-546 cycles per 24 KB k-block; DeepGEMM's
+// heuristic assumes 64, and its kernel of that configuration drew 61); about 6150 bytes per
+// cycle from L2 for all SMs together (DeepGEMM's number); 4.8 TB/s of HBM3e at 1.83 GHz, about
+// 2600 bytes per cycle. Blackwell: no model (never measured), so the score alone chooses there.
 const FillModel kFillModel[] = {
-    {90, 4096.0, 64.0, 6150.0, 2600.0, 2000.0, 64.0},
+    {90, 4096.0, 45.0, 6150.0, 2600.0, 2000.0, 64.0},
 };
 const int kFillModelCount = sizeof kFillModel / sizeof kFillModel[0];
 

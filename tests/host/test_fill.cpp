@@ -128,14 +128,14 @@ TEST_CASE("fill: the MoE suite keeps the score's choice (many waves), and descri
 TEST_CASE("fill: the small-call suite's choices, with the estimates in describe") {
     // Up to two waves of 128 x 256 tiles the score's choice stands; below that the fill model
     // takes narrower tiles (N = 7168, K = 2048: 112 tiles of 128 x 128 beat 56 of 128 x 256;
-    // N = 1536, K = 2048: 96 of 128 x 32 beat 48 of 128 x 64) and never splits K unasked.
+    // N = 1536 or 2048: 128 x 32 tiles beat half as many of 128 x 64) and never splits K unasked.
     check_pins("small_shapes.json", {
                                         {"dsv3_fc1_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"dsv3_fc2_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc1_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc2_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"one_expert_m256", "sm90_tma_wgmma_128x64x64_s8", 1},
-                                        {"one_expert_n2048_m256", "sm90_tma_wgmma_128x64x64_s8", 1},
+                                        {"one_expert_n2048_m256", "sm90_tma_wgmma_128x32x64_s10", 1},
                                         {"dsv3_fc2_one_expert_m256", "sm90_tma_wgmma_128x128x64_s6", 1},
                                         {"dsv3_fc1_two_experts_m512", "sm90_tma_wgmma_128x128x64_s6", 1},
                                         {"qwen3_fc1_one_expert_m256", "sm90_tma_wgmma_128x32x64_s10", 1},
