@@ -64,17 +64,10 @@ void describe_fill(std::string* text, const ggemm_plan& plan, const FillDecision
             fill.modelled ? "fewer than 2 waves, so the fill model chooses (estimated SM cycles, "
                             "max(waves x item, L2, DRAM); the primary on ties)"
                           : "the score's choice stands (2 waves or more, or no fill model for this arch)");
-    // Per candidate, its fastest split (and the chosen option).
+    // One estimate per candidate, at the plan's split of K.
     for (const FillOption& option : fill.options) {
         const FillEstimate& e = option.estimate;
-        const bool chosen = option.candidate == fill.chosen && e.splits == fill.splits;
-        bool fastest = true;
-        for (const FillOption& other : fill.options) {
-            if (other.candidate == option.candidate && &other != &option &&
-                (other.estimate.total < e.total || (other.estimate.total == e.total && &other < &option)))
-                fastest = false;
-        }
-        if (!chosen && !fastest) continue;
+        const bool chosen = option.candidate == fill.chosen;
         appendf(text, "  %-8s %10.0f = max(%lld wave%s x %.0f, L2 %.0f, DRAM %.0f): %lld tiles, K split %d  %s\n",
                 chosen ? "chosen" : "", e.total, static_cast<long long>(e.waves), e.waves == 1 ? "" : "s", e.item_cycles,
                 e.l2_cycles, e.dram_cycles, static_cast<long long>(e.tiles), e.splits, option.candidate->variant->name);

@@ -74,16 +74,9 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "stores D with TMA, which serves the GLU forward only, desc->glu_backward = 1");
         return reason;
     }
-    if (!variant.fused_glu && desc.activation != GGEMM_ACTIVATION_NONE && variant.d_box_rows > 0) {
-        std::snprintf(reason, size, "stores D with TMA and fuses no GLU epilogue, desc->activation = %s",
-                      activation_name(desc.activation));
-        return reason;
-    }
     if (!variant.fused_glu && desc.activation != GGEMM_ACTIVATION_NONE) {
-        std::snprintf(reason, size,
-                      "fuses no GLU epilogue (its registers hold the 128 accumulators of a 256-wide tile), "
-                      "desc->activation = %s",
-                      activation_name(desc.activation));
+        std::snprintf(reason, size, "%sfuses no GLU epilogue, desc->activation = %s",
+                      variant.d_box_rows > 0 ? "stores D with TMA and " : "", activation_name(desc.activation));
         return reason;
     }
     if (desc.num_experts > variant.max_experts) {

@@ -33,6 +33,8 @@ constexpr uint32_t kStatusValidRowsClamped = 0x100u;
 // The enumerations of the descriptor (GGEMM_DTYPE_*, GGEMM_WEIGHTS_*, GGEMM_SCHEDULER_*,
 // GGEMM_WEIGHT_LAYOUT_*): the values pass from the public structs to the kernels unconverted.
 enum DType : int32_t { kDTypeNone = 0, kBF16 = 1, kFP16 = 2, kFP32 = 3 };
+// Bytes of one element of an output, bias or saved pre-activation dtype (fp32 or a 16-bit one).
+constexpr int32_t dtype_bytes(int32_t dtype) { return dtype == kFP32 ? 4 : 2; }
 enum WeightMode : int32_t { kDense = 0, kDiscrete = 1 };
 enum Scheduler : int32_t { kStatic = 0, kDynamic = 1 };
 // GGEMM_WEIGHT_LAYOUT_*: B_g as N x K (K contiguous) or K x N (N contiguous), row-major.

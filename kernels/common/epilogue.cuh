@@ -45,7 +45,7 @@ __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, in
     t.alpha = *t.alpha_at;
     t.bias = nullptr;
     if (args.bias != nullptr) {
-        const int64_t elem = args.bias_dtype == kFP32 ? 4 : 2;
+        const int64_t elem = dtype_bytes(args.bias_dtype);
         t.bias = static_cast<const char*>(args.bias) + static_cast<int64_t>(expert) * args.n * elem;
     }
     t.c = args.generate_c ? args.c : nullptr;

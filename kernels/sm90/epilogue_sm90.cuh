@@ -313,8 +313,7 @@ __device__ __forceinline__ void load_pre_group(const void* pre, int32_t dtype, c
 // reads rows top and top + 8 of its warpgroup; the four lanes of a row share its lines.
 __device__ __forceinline__ const char* pre_row(const void* pre, int32_t dtype, int64_t row, int64_t pitch,
                                                int64_t column) {
-    const int64_t bytes = dtype == kFP32 ? 4 : 2;
-    return static_cast<const char*>(pre) + (row * pitch + column) * bytes;
+    return static_cast<const char*>(pre) + (row * pitch + column) * dtype_bytes(dtype);
 }
 
 // Into the L2: columns [2 n_begin, 2 min(n_begin + kTileN, N)) of both rows (never past the
@@ -323,7 +322,7 @@ template <int kTileN>
 __device__ __forceinline__ void prefetch_pre_tile(const EpilogueTile& t, int64_t top, int32_t n_begin, int lane) {
     const int32_t line_bytes = 128;
     const int32_t columns = t.n - n_begin < kTileN ? t.n - n_begin : kTileN;
-    const int32_t row_bytes = 2 * columns * (t.glu_pre_dtype == kFP32 ? 4 : 2);
+    const int32_t row_bytes = 2 * columns * dtype_bytes(t.glu_pre_dtype);
     for (int half = 0; half < 2; ++half) {
         const char* first = pre_row(t.glu_pre, t.glu_pre_dtype, top + 8 * half, 2 * int64_t{t.n}, 2 * int64_t{n_begin});
         for (int32_t byte = (lane % 4) * line_bytes; byte < row_bytes; byte += 4 * line_bytes) {

@@ -105,8 +105,6 @@ constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
 // The math warpgroups' named barriers of the TMA store path (0 is __syncthreads).
 constexpr uint32_t kWgradStoreBarrier = 1;
 
-__device__ __forceinline__ int32_t out_dtype_bytes(int32_t dtype) { return dtype == kFP32 ? 4 : 2; }
-
 // What tile `position` does: the producer decides once, the math warpgroups follow.
 __device__ __forceinline__ WgradTileSlot plan_tile(const WgradTilePosition& position, ExpertRowCursor& cursor,
                                                    const WgradKernelArgs& args) {
@@ -123,7 +121,7 @@ __device__ __forceinline__ WgradTileSlot plan_tile(const WgradTilePosition& posi
         slot.out = reinterpret_cast<uint64_t>(args.out) + static_cast<uint64_t>(position.expert) *
                                                               static_cast<uint64_t>(args.p) *
                                                               static_cast<uint64_t>(args.q) *
-                                                              static_cast<uint64_t>(out_dtype_bytes(args.out_dtype));
+                                                              static_cast<uint64_t>(dtype_bytes(args.out_dtype));
     }
     slot.action = static_cast<int32_t>(
         wgrad_action(rows.usable, rows.row_end - rows.row_begin, out_ok, args.accumulate != 0));

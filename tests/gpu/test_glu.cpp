@@ -100,17 +100,27 @@ DeviceOutputs check_three_runs(const HostCase& host_case, const Problem& problem
     return dense;
 }
 
-void check_glu_host_case(const HostCase& host_case) {
-    const CaseConfig& config = host_case.config;
-    const Problem problem = host_case.problem();
+// A case's problem, its fp64 reference over the sampled rows, and its label.
+struct GluExpectation {
+    Problem problem;
+    GluResult reference;
+    std::string what;
+};
+
+GluExpectation expect_glu(const HostCase& host_case) {
+    GluExpectation e{host_case.problem(), {}, describe(host_case.config) + " M=" + std::to_string(host_case.m)};
     const std::vector<int64_t> rows = reference_rows(host_case);
-    const GluResult reference = compute_glu_reference(problem, glu_params(config), &rows);
-    const std::string what = describe(config) + " M=" + std::to_string(host_case.m);
+    e.reference = compute_glu_reference(e.problem, glu_params(host_case.config), &rows);
+    return e;
+}
+
+void check_glu_host_case(const HostCase& host_case) {
+    const GluExpectation e = expect_glu(host_case);
     Stream stream;
     CaseBuffers buffers(host_case, true, true);
     std::string summary;
-    check_three_runs(host_case, problem, reference, buffers, stream, what, "", &summary);
-    MESSAGE(what << ": " << summary << "; schedulers and weight modes bitwise equal");
+    check_three_runs(host_case, e.problem, e.reference, buffers, stream, e.what, "", &summary);
+    MESSAGE(e.what << ": " << summary << "; schedulers and weight modes bitwise equal");
 }
 
 void check_glu_case(const CaseConfig& config) { check_glu_host_case(make_case(config)); }
@@ -122,10 +132,10 @@ void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     const CaseConfig& config = host_case.config;
     REQUIRE(config.d_dtype == GGEMM_DTYPE_BF16);
     REQUIRE(!config.generate_c);
-    const Problem problem = host_case.problem();
-    const std::vector<int64_t> rows = reference_rows(host_case);
-    const GluResult reference = compute_glu_reference(problem, glu_params(config), &rows);
-    const std::string what = describe(config) + " M=" + std::to_string(host_case.m);
+    const GluExpectation e = expect_glu(host_case);
+    const Problem& problem = e.problem;
+    const GluResult& reference = e.reference;
+    const std::string& what = e.what;
     Stream stream;
     CaseBuffers buffers(host_case, true, true);
     DeviceOutputs by_warps;
