@@ -30,4 +30,12 @@ GGEMM_PTX_HD constexpr uint64_t wgmma_smem_desc(uint32_t smem_address, uint32_t 
            (static_cast<uint64_t>(swizzle) << 62);
 }
 
+// The same descriptor for an operand `bytes` further on: the start-address field grows by
+// bytes / 16 and nothing else changes, as long as the address stays below 2^18 (the field's 14
+// bits). Every shared-memory address of a CTA is (at most 227 KB on SM90), so a kernel can make
+// one descriptor per stage and step it along K with one add.
+GGEMM_PTX_HD constexpr uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+    return desc + (bytes >> 4);
+}
+
 }  // namespace ggemm::ptx

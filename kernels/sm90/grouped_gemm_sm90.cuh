@@ -350,14 +350,17 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         ptx::mbarrier_wait(&s.full[stage], phase);
         const uint32_t a_base = ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
         const uint32_t b_base = ptx::smem_addr(s.stages[stage].b);
+        // Slice 0's descriptors, stepped to the later k16 slices with one add each
+        // (ptx::wgmma_desc_advance; operand_layout.h's slice steps).
+        const uint64_t desc_a0 = a_descriptor(a_base);
+        const uint64_t desc_b0 = b_slice_descriptor<Cfg::kWeightLayout>(b_base, 0);
 #pragma unroll
         for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
         ptx::wgmma_fence();
 #pragma unroll
         for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
-            // A k16 slice starts 32 bytes further along the swizzled 128-byte row.
-            const uint64_t desc_a = ptx::wgmma_smem_desc(a_base + k * 32, 0, 1024, ptx::WgmmaSwizzle::k128B);
-            const uint64_t desc_b = b_slice_descriptor<Cfg::kWeightLayout>(b_base, k);
+            const uint64_t desc_a = ptx::wgmma_desc_advance(desc_a0, k * kKMajorSliceBytes);
+            const uint64_t desc_b = ptx::wgmma_desc_advance(desc_b0, k * kBSliceBytes<Cfg::kWeightLayout>);
             Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();

@@ -1,5 +1,5 @@
-// Where the SM90 kernel keeps a stage's B tile in shared memory, and the wgmma descriptor of its
-// k16 slices, for either weight layout. Pure and __host__ __device__, so the CPU tests check the
+// Where the SM90 kernel keeps a stage's B tile in shared memory, and the wgmma descriptors of its
+// k16 slices, for either weight layout, and of the A tile's. Pure and __host__ __device__, so the CPU tests check the
 // descriptors against the PTX ISA's canonical layouts (tests/host/test_wgmma_descriptor.cpp).
 //
 // Both layouts use the 128-byte swizzle that TMA writes (8 rows of 128 bytes repeat the pattern)
@@ -28,17 +28,27 @@ constexpr int kBlockK = 64;                 // K per stage: 64 bf16 = one swizzl
 constexpr int kNMajorBoxColumns = 64;       // N-major: columns of N per TMA box (one swizzle row)
 constexpr uint32_t kNMajorBoxBytes = kNMajorBoxColumns * kBlockK * 2;  // 8 KB, a whole number of atoms
 
+// How far one k16 slice of a stage's A tile, or of its B tile, starts from the previous one:
+// K-major, 32 bytes along each 128-byte row; N-major, 16 rows of K further.
+constexpr uint32_t kKMajorSliceBytes = 32;
+template <int kWeightLayout>
+constexpr uint32_t kBSliceBytes = kWeightLayout == kKMajor ? kKMajorSliceBytes : 16 * kSwizzleRowBytes;
+
+// The descriptor of k16 slice 0 of a stage's A tile (K-major) at shared address `a_base`.
+GGEMM_HD uint64_t a_descriptor(uint32_t a_base) {
+    return ptx::wgmma_smem_desc(a_base, 0, kSwizzleAtomRows * kSwizzleRowBytes, ptx::WgmmaSwizzle::k128B);
+}
+
 // The descriptor of k16 slice `slice` (0-3) of a stage's B tile at shared address `b_base`.
 template <int kWeightLayout>
 GGEMM_HD uint64_t b_slice_descriptor(uint32_t b_base, int slice) {
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
+    const uint32_t address = b_base + static_cast<uint32_t>(slice) * kBSliceBytes<kWeightLayout>;
     if constexpr (kWeightLayout == kKMajor) {
         // Leading offset unused for swizzled K-major layouts.
-        return ptx::wgmma_smem_desc(b_base + static_cast<uint32_t>(slice) * 32, 0,
-                                    kSwizzleAtomRows * kSwizzleRowBytes, ptx::WgmmaSwizzle::k128B);
+        return ptx::wgmma_smem_desc(address, 0, kSwizzleAtomRows * kSwizzleRowBytes, ptx::WgmmaSwizzle::k128B);
     } else {
-        return ptx::wgmma_smem_desc(b_base + static_cast<uint32_t>(slice) * 16 * kSwizzleRowBytes,
-                                    /*leading: next 64 columns of N*/ kNMajorBoxBytes,
+        return ptx::wgmma_smem_desc(address, /*leading: next 64 columns of N*/ kNMajorBoxBytes,
                                     /*stride: next 8 rows of K*/ kSwizzleAtomRows * kSwizzleRowBytes,
                                     ptx::WgmmaSwizzle::k128B);
     }

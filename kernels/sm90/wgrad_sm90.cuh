@@ -195,12 +195,16 @@ __device__ __forceinline__ void wgrad_main_loop(WgradSharedStorage<Cfg>& s, int3
         // The warpgroup's 64 columns of P are box `warpgroup` of X1.
         const uint32_t a_box = ptx::smem_addr(s.stages[stage].x1) + warpgroup * kWgradBoxBytes;
         const uint32_t b_box = ptx::smem_addr(s.stages[stage].x2);
+        // Slice 0's descriptors, stepped to the later k16 slices with one add each.
+        const uint64_t a_desc0 = wgrad_operand_desc(a_box, 0);
+        const uint64_t b_desc0 = wgrad_operand_desc(b_box, 0);
 #pragma unroll
         for (int r = 0; r < Cfg::kTileQ / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
         ptx::wgmma_fence();
 #pragma unroll
         for (int k = 0; k < Cfg::kBlockRows / 16; ++k) {
-            Mma::mma(acc, wgrad_operand_desc(a_box, k), wgrad_operand_desc(b_box, k), (kb > 0 || k > 0) ? 1u : 0u);
+            Mma::mma(acc, ptx::wgmma_desc_advance(a_desc0, k * kWgradK16Bytes),
+                     ptx::wgmma_desc_advance(b_desc0, k * kWgradK16Bytes), (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();
 #pragma unroll

@@ -283,3 +283,23 @@ TEST_CASE("weight layout: the K-major B descriptor is unchanged and matches the 
         }
     }
 }
+
+TEST_CASE("weight layout: stepping slice 0's descriptors gives every slice's, at every stage address") {
+    using ggemm::ptx::wgmma_desc_advance;
+    using ggemm::sm90::b_slice_descriptor;
+    // Every 1024-byte-aligned tile in the 227 KB an SM90 CTA can address; the start-address field
+    // must not carry into the leading offset.
+    for (uint32_t base = 0; base + 1024 <= 227u * 1024; base += 1024) {
+        const uint64_t a0 = ggemm::sm90::a_descriptor(base);
+        const uint64_t k0 = b_slice_descriptor<ggemm::kKMajor>(base, 0);
+        const uint64_t n0 = b_slice_descriptor<ggemm::kNMajor>(base, 0);
+        for (int slice = 0; slice < 4; ++slice) {
+            CHECK(wgmma_desc_advance(a0, slice * ggemm::sm90::kKMajorSliceBytes) ==
+                  ggemm::ptx::wgmma_smem_desc(base + slice * 32, 0, 1024, ggemm::ptx::WgmmaSwizzle::k128B));
+            CHECK(wgmma_desc_advance(k0, slice * ggemm::sm90::kBSliceBytes<ggemm::kKMajor>) ==
+                  b_slice_descriptor<ggemm::kKMajor>(base, slice));
+            CHECK(wgmma_desc_advance(n0, slice * ggemm::sm90::kBSliceBytes<ggemm::kNMajor>) ==
+                  b_slice_descriptor<ggemm::kNMajor>(base, slice));
+        }
+    }
+}

@@ -208,3 +208,13 @@ TEST_CASE("wgrad descriptor bits, field by field") {
     CHECK(((desc >> 46) & 0x7) == 0);
     CHECK(((desc >> 52) & 0x3FF) == 0);
 }
+
+TEST_CASE("wgrad descriptors: slice 0's stepped by one add equal each slice's, at every stage address") {
+    for (uint32_t base = 0; base + 1024 <= 227u * 1024; base += 1024) {
+        const uint64_t first = ggemm::sm90::wgrad_operand_desc(base, 0);
+        for (int k = 0; k < 4; ++k) {
+            CHECK(ggemm::ptx::wgmma_desc_advance(first, k * ggemm::sm90::kWgradK16Bytes) ==
+                  ggemm::sm90::wgrad_operand_desc(base, k));
+        }
+    }
+}
