@@ -56,9 +56,8 @@ struct KernelVariant {
     // The most splits of K the kernel can reduce (kernels/common/split_k.h); 1: it cannot split.
     int32_t max_split_k = 1;
     // Whether its epilogue fuses the GLU forward (desc->activation): the math warps' stores fuse
-    // dGLU too, TMA stores (d_box_rows > 0) the forward of a bf16 D without C only. Such a kernel
-    // serves plans with an activation only: its twin without the GLU code serves the others.
-    bool fused_glu = false;
+    // dGLU too, TMA stores (d_box_rows > 0) the forward of a bf16 D without C only.
+    bool fused_glu = true;
 };
 
 }  // namespace ggemm

@@ -74,10 +74,6 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "stores D with TMA, which serves the GLU forward only, desc->glu_backward = 1");
         return reason;
     }
-    if (variant.fused_glu && desc.activation == GGEMM_ACTIVATION_NONE) {
-        std::snprintf(reason, size, "fuses the GLU epilogues (its twin without them serves plans without an activation)");
-        return reason;
-    }
     if (!variant.fused_glu && desc.activation != GGEMM_ACTIVATION_NONE) {
         std::snprintf(reason, size, "%sfuses no GLU epilogue, desc->activation = %s",
                       variant.d_box_rows > 0 ? "stores D with TMA and " : "", activation_name(desc.activation));

@@ -2,8 +2,7 @@
 // the math warps' own stores (any dtypes; the N-major kernels differ only in how B is loaded and
 // described), and TMA-store variants for a bf16 D without C (either weight layout), some of them
 // again as clusters of two CTAs along M that multicast the weight tile (names ending _c2: the name
-// gives one CTA's 128-row tile, the plan's tile_m is the cluster's 256), and the designs that fuse
-// the GLU epilogues once more with them (names ending _glu). Stages fill the
+// gives one CTA's 128-row tile, the plan's tile_m is the cluster's 256). Stages fill the
 // shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
 // sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
 // launch.
@@ -119,17 +118,6 @@ using Tile256HalvesCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, 
 using Tile256WholeCluster = sm90::Config<256, 3, sm90::Output::kTmaStore, 256, kKMajor, 2>;
 using Tile192WholeCluster = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kKMajor, 2>;
 using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kNMajor, 2>;
-// The GLU twins (names ending _glu): the same designs with the fused GLU epilogues, for plans with
-// an activation only (the planner keeps the others on the twins without them).
-constexpr bool kGlu = true;
-using Tile192Glu = sm90::Config<192, 5, sm90::Output::kWarpStores, 0, kKMajor, 1, kGlu>;
-using Tile128Glu = sm90::Config<128, 6, sm90::Output::kWarpStores, 0, kKMajor, 1, kGlu>;
-using Tile64Glu = sm90::Config<64, 8, sm90::Output::kWarpStores, 0, kKMajor, 1, kGlu>;
-using Tile192NMajorGlu = sm90::Config<192, 5, sm90::Output::kWarpStores, 0, kNMajor, 1, kGlu>;
-using Tile128NMajorGlu = sm90::Config<128, 6, sm90::Output::kWarpStores, 0, kNMajor, 1, kGlu>;
-using Tile64NMajorGlu = sm90::Config<64, 8, sm90::Output::kWarpStores, 0, kNMajor, 1, kGlu>;
-using Tile256HalvesGlu = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kKMajor, 1, kGlu>;
-using Tile192WholeGlu = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kKMajor, 1, kGlu>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -151,14 +139,6 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256WholeCluster>("sm90_tmastore_whole_128x256x64_s3_c2"),
     sm90_variant<Tile192WholeCluster>("sm90_tmastore_whole_128x192x64_s4_c2"),
     sm90_variant<Tile256HalvesNMajorCluster>("sm90_tmastore_halves_128x256x64_s4_nmajor_c2"),
-    sm90_variant<Tile192Glu>("sm90_tma_wgmma_128x192x64_s5_glu"),
-    sm90_variant<Tile128Glu>("sm90_tma_wgmma_128x128x64_s6_glu"),
-    sm90_variant<Tile64Glu>("sm90_tma_wgmma_128x64x64_s8_glu"),
-    sm90_variant<Tile192NMajorGlu>("sm90_tma_wgmma_128x192x64_s5_nmajor_glu"),
-    sm90_variant<Tile128NMajorGlu>("sm90_tma_wgmma_128x128x64_s6_nmajor_glu"),
-    sm90_variant<Tile64NMajorGlu>("sm90_tma_wgmma_128x64x64_s8_nmajor_glu"),
-    sm90_variant<Tile256HalvesGlu>("sm90_tmastore_halves_128x256x64_s4_glu"),
-    sm90_variant<Tile192WholeGlu>("sm90_tmastore_whole_128x192x64_s4_glu"),
 };
 
 }  // namespace

@@ -58,12 +58,8 @@ enum class Output { kWarpStores, kTmaStore };
 // stage's B tile is loaded and described to wgmma (operand_layout.h). Output design and weight
 // layout are compile-time properties: each combination is its own kernel. kClusterM: CTAs per
 // cluster along M (1, or 2 to multicast the weight tile to both halves of a 256-row tile).
-// kGlu: whether the kernel fuses the GLU epilogues (below). They are most of a kernel's code (three
-// quarters of the 64-wide one's), and a call of a few tiles per SM waits on the instruction
-// fetches of the code its path runs through: plans without an activation run a twin without
-// them.
 template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0,
-          int kWeightLayout_ = kKMajor, int kClusterM_ = 1, bool kGlu_ = false>
+          int kWeightLayout_ = kKMajor, int kClusterM_ = 1>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
@@ -91,14 +87,14 @@ struct Config {
     // would count their partials on one tile's counters, nor 32 wide (split_k.h sizes the
     // counters and the 32-bit work-item count for tiles of 64 columns or more).
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64;
-    // Whether the kernel fuses the GLU forward and dGLU epilogues: GLU kernels of the narrower
-    // warp-store designs. The 256-wide one keeps its registers for the 128 accumulators and every
-    // other epilogue (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
-    static constexpr bool kFusedGlu = kGlu_ && kOutput == Output::kWarpStores && kTileN < 256 && kTileN >= 64;
-    // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D without C): GLU kernels of
-    // the one-CTA K-major designs 256 wide with a buffer of half the tile (the output is half the
-    // tile: one pass) and 192 wide.
-    static constexpr bool kTmaStoreGlu = kGlu_ && kOutput == Output::kTmaStore && kClusterM == 1 &&
+    // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
+    // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
+    // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
+    static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256 && kTileN >= 64;
+    // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D without C): the one-CTA
+    // K-major kernels 256 wide with a buffer of half the tile (the output is half the tile: one
+    // pass) and 192 wide.
+    static constexpr bool kTmaStoreGlu = kOutput == Output::kTmaStore && kClusterM == 1 &&
                                          kWeightLayout == kKMajor &&
                                          ((kTileN == 256 && kStoreColumns == 128) || kTileN == 192);
     static constexpr int kScheduleGroupM = kGroupM / kClusterM;
@@ -142,7 +138,6 @@ struct Config {
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
                   "N-major B is loaded in boxes of 64 columns");
     static_assert(kClusterM == 1 || kClusterM == 2, "one CTA, or two along M sharing the weight tile");
-    static_assert(!kGlu_ || kFusedGlu || kTmaStoreGlu, "a GLU kernel of a design that fuses it");
     static_assert(kSegmentAlignment % kScheduleTileM == 0, "a cluster's tile never straddles two experts");
     static_assert(kBPartRows * kBlockK * 2 % 1024 == 0, "each CTA's part of B starts on a swizzle atom");
 };

@@ -142,7 +142,7 @@ void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     {
         ScopedKernel kernel("sm90_tma_wgmma_128x192x64_s5");
         const std::string name = planned_kernel(host_case, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
-        CHECK_MESSAGE(name == "sm90_tma_wgmma_128x192x64_s5_glu", what << ": planned " << name);
+        CHECK_MESSAGE(name == "sm90_tma_wgmma_128x192x64_s5", what << ": planned " << name);
         by_warps = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
     }
     ScopedKernel kernel(tma_kernel);
@@ -156,8 +156,7 @@ void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     MESSAGE(what << " " << name << ": " << summary << "; bitwise equal to the warp stores");
 }
 
-constexpr const char* kTmaGluKernels[] = {"sm90_tmastore_halves_128x256x64_s4_glu",
-                                          "sm90_tmastore_whole_128x192x64_s4_glu"};
+constexpr const char* kTmaGluKernels[] = {"sm90_tmastore_halves_128x256x64_s4", "sm90_tmastore_whole_128x192x64_s4"};
 
 }  // namespace
 
@@ -289,7 +288,7 @@ TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that
         // A bf16 D without C takes a TMA-store kernel that fuses the GLU, whose D map is M x N/2
         // (N = 4096: enough tiles that the fill rule keeps the 256-wide tile; at N = 1024 it
         // chooses 128-wide tiles, stored by the math warps).
-        CHECK(text.find("kernel: sm90_tmastore_halves_128x256x64_s4_glu:") != std::string::npos);
+        CHECK(text.find("kernel: sm90_tmastore_halves_128x256x64_s4") != std::string::npos);
         CHECK(text.find("output: D (M x 2048, the activation's output) stored by TMA") != std::string::npos);
         CHECK(text.find("excluded sm90_tmastore_whole_128x256x64_s3: stores D with TMA and fuses no GLU epilogue") !=
               std::string::npos);

@@ -86,10 +86,10 @@ TEST_CASE("compiled variants: a fused GLU forward with a bf16 D without C takes 
         const char* tma_store;
     };
     const Shape shapes[] = {
-        {32768, 4096, 7168, 8, "sm90_tmastore_halves_128x256x64_s4_glu"},    // dsv3_fc1
-        {17664, 28672, 4096, 8, "sm90_tmastore_halves_128x256x64_s4_glu"},   // mixtral_fc1
-        {148480, 1536, 2048, 128, "sm90_tmastore_halves_128x256x64_s4_glu"},  // qwen3_fc1
-        {63232, 5760, 2880, 32, "sm90_tmastore_whole_128x192x64_s4_glu"},    // gptoss_fc1: 30 x 192
+        {32768, 4096, 7168, 8, "sm90_tmastore_halves_128x256x64_s4"},    // dsv3_fc1
+        {17664, 28672, 4096, 8, "sm90_tmastore_halves_128x256x64_s4"},   // mixtral_fc1
+        {148480, 1536, 2048, 128, "sm90_tmastore_halves_128x256x64_s4"},  // qwen3_fc1
+        {63232, 5760, 2880, 32, "sm90_tmastore_whole_128x192x64_s4"},    // gptoss_fc1: 30 x 192
     };
     for (const int32_t activation : {ggemm::kActivationSwiglu, ggemm::kActivationClampedGeglu}) {
         for (const Shape& shape : shapes) {
@@ -111,19 +111,18 @@ TEST_CASE("compiled variants: a fused GLU forward with a bf16 D without C takes 
             CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_128x192", 0) == 0);
             desc.d_dtype = GGEMM_DTYPE_BF16;
             desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
-            CHECK(chosen(desc, sm90_device(), 90) == "sm90_tma_wgmma_128x192x64_s5_nmajor_glu");
+            CHECK(chosen(desc, sm90_device(), 90) == "sm90_tma_wgmma_128x192x64_s5_nmajor");
         }
     }
-    // Which TMA-store kernels fuse the forward: the GLU twins of the one-CTA K-major 256-wide one
-    // with a buffer of half the tile, and of the 192-wide one.
+    // Which TMA-store kernels fuse the forward: the one-CTA K-major 256-wide one with a buffer of
+    // half the tile, and the 192-wide one.
     const ggemm::VariantList list = ggemm::compiled_variants(90);
     for (int i = 0; i < list.count; ++i) {
         const ggemm::KernelVariant& v = list.items[i];
         if (v.d_box_rows == 0) continue;
         CAPTURE(v.name);
         const std::string name = v.name;
-        const bool fused =
-            name == "sm90_tmastore_halves_128x256x64_s4_glu" || name == "sm90_tmastore_whole_128x192x64_s4_glu";
+        const bool fused = name == "sm90_tmastore_halves_128x256x64_s4" || name == "sm90_tmastore_whole_128x192x64_s4";
         CHECK(v.fused_glu == fused);
     }
 }
@@ -146,8 +145,7 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
         CHECK(v.d_box_rows == 64);  // one math warpgroup's rows
         CHECK(v.max_experts >= 256);
     }
-    // three per weight layout, four clusters of two (test_sm90_cluster.cpp) and two GLU twins
-    CHECK(tma_store == 12);
+    CHECK(tma_store == 10);  // three per weight layout, and four clusters of two (test_sm90_cluster.cpp)
 
     // Other outputs keep the math warps' stores; so do more experts than the offsets copy holds.
     ggemm_plan_desc desc = valid_desc();
@@ -159,58 +157,4 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
     REQUIRE(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan) == GGEMM_SUCCESS);
     CHECK(plan.variant.max_experts >= ggemm::kMaxExperts);
     CHECK(std::string(plan.variant.name) != "sm90_tmastore_halves_128x256x64_s4");
-}
-
-TEST_CASE("compiled variants: each SM90 kernel that fuses the GLU has a twin without it, which plain plans take") {
-    const ggemm::VariantList list = ggemm::compiled_variants(90);
-    const std::string suffix = "_glu";
-    int twins = 0;
-    for (int i = 0; i < list.count; ++i) {
-        const ggemm::KernelVariant& glu = list.items[i];
-        const std::string name = glu.name;
-        const bool named = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-        CAPTURE(name);
-        CHECK(glu.fused_glu == named);
-        if (!glu.fused_glu) continue;
-        const std::string plain_name = name.substr(0, name.size() - suffix.size());
-        const ggemm::KernelVariant* plain = nullptr;
-        for (int j = 0; j < list.count; ++j) {
-            if (plain_name == list.items[j].name) plain = &list.items[j];
-        }
-        REQUIRE(plain != nullptr);
-        CHECK_FALSE(plain->fused_glu);
-        CHECK(plain->tile_m == glu.tile_m);
-        CHECK(plain->tile_n == glu.tile_n);
-        CHECK(plain->stages == glu.stages);
-        CHECK(plain->cluster_m == glu.cluster_m);
-        CHECK(plain->weight_layout == glu.weight_layout);
-        CHECK(plain->d_box_rows == glu.d_box_rows);
-        CHECK(plain->max_split_k == glu.max_split_k);
-        ++twins;
-    }
-    CHECK(twins == 8);  // warp stores 192, 128, 64 of either weight layout; TMA stores 256 halves and 192
-    // Without an activation, never a GLU kernel: one expert of 256 rows (narrow tiles) to 64
-    // experts of 512, either weight layout, D by TMA or by the math warps.
-    ggemm_plan_desc desc = valid_desc();
-    for (const int32_t experts : {1, 64}) {
-        for (const int64_t n : {1536, 2048, 4096, 5760, 7168}) {
-            for (const int32_t layout : {GGEMM_WEIGHT_LAYOUT_K_MAJOR, GGEMM_WEIGHT_LAYOUT_N_MAJOR}) {
-                for (const int32_t d_dtype : {GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32}) {
-                    desc.num_experts = experts;
-                    desc.m_capacity = experts == 1 ? 256 : 512 * experts;
-                    desc.n = n;
-                    desc.weight_layout = layout;
-                    desc.d_dtype = d_dtype;
-                    CAPTURE(experts);
-                    CAPTURE(n);
-                    CAPTURE(layout);
-                    CAPTURE(d_dtype);
-                    const std::string name = chosen(desc, sm90_device(), 90);
-                    CAPTURE(name);
-                    CHECK(name.find(suffix) == std::string::npos);
-                    if (experts == 1 && n == 4096) CHECK(name.rfind("sm90_tma_wgmma_128x64x64_s8", 0) == 0);
-                }
-            }
-        }
-    }
 }

@@ -72,20 +72,10 @@ inline ggemm::KernelVariant variant(const char* name, int32_t arch, int32_t tile
     return v;
 }
 
-// v as a kernel that fuses the GLU epilogues (and so serves only plans with an activation).
-inline ggemm::KernelVariant with_glu(ggemm::KernelVariant v) {
-    v.fused_glu = true;
-    return v;
-}
-
-// Same tile_m and cluster, three widths: the planner's choice rests on N alone. Each SM90 width
-// twice, as the library has it: without and with the fused GLU epilogues.
+// Same tile_m and cluster, three widths: the planner's choice rests on N alone.
 inline std::vector<ggemm::KernelVariant> width_variants() {
     return {variant("sm90_128x256_c1", 90, 128, 256, 1), variant("sm90_128x192_c1", 90, 128, 192, 1),
-            variant("sm90_128x128_c1", 90, 128, 128, 1), variant("sm100_128x256_c1", 100, 128, 256, 1),
-            with_glu(variant("sm90_128x256_c1_glu", 90, 128, 256, 1)),
-            with_glu(variant("sm90_128x192_c1_glu", 90, 128, 192, 1)),
-            with_glu(variant("sm90_128x128_c1_glu", 90, 128, 128, 1))};
+            variant("sm90_128x128_c1", 90, 128, 128, 1), variant("sm100_128x256_c1", 100, 128, 256, 1)};
 }
 
 // A richer SM90 set with tile_m 128/256 and clusters 1/2.

@@ -30,16 +30,12 @@ ggemm_plan_desc glu_desc(int32_t activation) {
     return desc;
 }
 
-// SM90 warp-store and TMA-store variants (the latter serve a bf16 D without C only), each
-// without and with the fused GLU epilogues.
+// SM90 warp-store and TMA-store variants (the latter serve a bf16 D without C only).
 std::vector<ggemm::KernelVariant> output_variants() {
     ggemm::KernelVariant tma_store = variant("sm90_tmastore_256", 90, 128, 256, 1);
     tma_store.d_box_cols = 64;
     tma_store.d_box_rows = 64;
-    ggemm::KernelVariant tma_store_glu = with_glu(tma_store);
-    tma_store_glu.name = "sm90_tmastore_256_glu";
-    return {variant("sm90_warps_256", 90, 128, 256, 1), tma_store, variant("sm100_256", 100, 128, 256, 1),
-            with_glu(variant("sm90_warps_256_glu", 90, 128, 256, 1)), tma_store_glu};
+    return {variant("sm90_warps_256", 90, 128, 256, 1), tma_store, variant("sm100_256", 100, 128, 256, 1)};
 }
 
 }  // namespace
@@ -161,13 +157,10 @@ TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that 
     CHECK(std::string(plan.variant.name) == "sm90_tmastore_256");
     CHECK(plan.description.find("activation: none (D is M x N)") != std::string::npos);
     CHECK(plan.description.find("output: D stored by TMA from a tile buffer in shared memory") != std::string::npos);
-    CHECK(plan.description.find("excluded sm90_tmastore_256_glu: fuses the GLU epilogues (its twin without them "
-                                "serves plans without an activation)") != std::string::npos);
 
-    // With an activation, the twin that fuses it.
     desc.activation = GGEMM_ACTIVATION_SWIGLU;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_tmastore_256_glu");
+    CHECK(std::string(plan.variant.name) == "sm90_tmastore_256");
     INFO(plan.description);
     CHECK(plan.description.find("activation: SwiGLU fused in the epilogue: D = prob * act(gate, up) is M x 2048") !=
           std::string::npos);
@@ -179,25 +172,25 @@ TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that 
     desc.glu_limit = 2.5f;
     desc.bias_dtype = GGEMM_DTYPE_FP32;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_tmastore_256_glu");
+    CHECK(std::string(plan.variant.name) == "sm90_tmastore_256");
     CHECK(plan.description.find("activation constants: s = 1.70200002, limit = 2.5, offset = 1") != std::string::npos);
 
     // C, or another D dtype: the math warps store.
     desc.generate_c = 1;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warps_256_glu");
-    CHECK(plan.description.find("excluded sm90_tmastore_256_glu: stores D with TMA, which serves a bf16 D without C only") !=
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA, which serves a bf16 D without C only") !=
           std::string::npos);
     desc.generate_c = 0;
     desc.d_dtype = GGEMM_DTYPE_FP32;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warps_256_glu");
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
     desc.d_dtype = GGEMM_DTYPE_BF16;
 
     // A TMA-store kernel that fuses no GLU stays out, saying so.
-    variants.pop_back();  // the TMA-store GLU twin
+    variants[1].fused_glu = false;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warps_256_glu");
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
     CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA and fuses no GLU epilogue, "
                                 "desc->activation = clamped GeGLU") != std::string::npos);
 }
@@ -211,8 +204,8 @@ TEST_CASE("glu: dGLU never takes a TMA-store kernel") {
     ggemm_plan plan;
     REQUIRE_MESSAGE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS,
                     std::string(ggemm::last_error()));
-    CHECK(std::string(plan.variant.name) == "sm90_warps_256_glu");
-    CHECK(plan.description.find("excluded sm90_tmastore_256_glu: stores D with TMA, which serves the GLU forward only") !=
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
+    CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA, which serves the GLU forward only") !=
           std::string::npos);
 }
 
@@ -448,7 +441,7 @@ TEST_CASE("dglu: refusals, the workspace that grows with M, and the description"
     for (ggemm::KernelVariant& v : variants) v.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
     ggemm_plan plan;
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warps_256_glu");
+    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
     INFO(plan.description);
     CHECK(plan.description.find("activation: clamped GeGLU backward (dGLU) fused in the epilogue: R = alpha * A @ "
                                 "B_g^T is M x 4096; d_pre (D, M x 8192) from the saved FP32 pre-activation") !=

@@ -183,12 +183,12 @@ done
 # CTA group as the third template argument (...ConfigILi256ELi4ELi1EE...).
 sm100_single='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi1EE'
 sm100_pair='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi2EE'
-# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, glu>.
+# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>.
 sm90_config='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
-sm90_kmajor="${sm90_config}ELi0ELi[12]ELb[01]EE"
-sm90_nmajor="${sm90_config}ELi1ELi[12]ELb[01]EE"
-sm90_single="${sm90_config}ELi[01]ELi1ELb[01]EE"
-sm90_cluster="${sm90_config}ELi[01]ELi2ELb[01]EE"
+sm90_kmajor="${sm90_config}ELi0ELi[12]EE"
+sm90_nmajor="${sm90_config}ELi1ELi[12]EE"
+sm90_single="${sm90_config}ELi[01]ELi1EE"
+sm90_cluster="${sm90_config}ELi[01]ELi2EE"
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK'
     check_kernels sm_100a "$sm100_single" \
