@@ -131,23 +131,43 @@ void verify_dglu(const std::string& what, const HostCase& host_case, const Probl
     MESSAGE(what << ": " << d.summary() << "; d_prob error " << error.relative());
 }
 
-void check_dglu_case(const DgluConfig& dglu) {
-    const HostCase host_case = make_case(dglu.base);
-    const Problem problem = host_case.problem();
-    const CaseConfig& config = host_case.config;
-    std::vector<uint8_t> pre(static_cast<std::size_t>(host_case.m * 2 * config.n) * dtype_size(dglu.pre_dtype));
+// A dGLU case: the problem, a fresh random saved pre-activation, its fp64 reference and a label.
+struct DgluCase {
+    HostCase host_case;
+    Problem problem;
+    std::vector<uint8_t> pre;
+    DgluResult reference;
+    std::string what;
+};
+
+DgluCase make_dglu_case(const DgluConfig& dglu) {
+    DgluCase c;
+    c.host_case = make_case(dglu.base);
+    c.problem = c.host_case.problem();
+    const CaseConfig& config = c.host_case.config;
+    c.pre.resize(static_cast<std::size_t>(c.host_case.m * 2 * config.n) * dtype_size(dglu.pre_dtype));
     // Pre-activations past the default limit of 7, so the clamps and both branches are exercised.
-    fill_uniform(pre.data(), pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f,
+    fill_uniform(c.pre.data(), c.pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f,
                  mix_seed(config.seed, 77));
     GluParams params;
     params.activation = dglu.activation;
     params.scale = dglu.scale;
     params.limit = dglu.limit;
     params.offset = dglu.offset;
-    const std::vector<int64_t> rows = reference_rows(host_case);
-    const DgluResult reference = compute_dglu_reference(problem, params, pre.data(), dglu.pre_dtype, &rows);
-    const std::string what = describe(config) + " dGLU " + (dglu.activation == GGEMM_ACTIVATION_SWIGLU ? "SwiGLU" : "GeGLU") +
-                             " pre=" + dtype_name(dglu.pre_dtype) + " M=" + std::to_string(host_case.m);
+    const std::vector<int64_t> rows = reference_rows(c.host_case);
+    c.reference = compute_dglu_reference(c.problem, params, c.pre.data(), dglu.pre_dtype, &rows);
+    c.what = describe(config) + " dGLU " + (dglu.activation == GGEMM_ACTIVATION_SWIGLU ? "SwiGLU" : "GeGLU") +
+             " pre=" + dtype_name(dglu.pre_dtype) + " M=" + std::to_string(c.host_case.m);
+    return c;
+}
+
+void check_dglu_case(const DgluConfig& dglu) {
+    const DgluCase c = make_dglu_case(dglu);
+    const HostCase& host_case = c.host_case;
+    const Problem& problem = c.problem;
+    const std::vector<uint8_t>& pre = c.pre;
+    const DgluResult& reference = c.reference;
+    const std::string& what = c.what;
     Stream stream;
     const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
     const DgluOutputs dynamic = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_DYNAMIC, stream);
@@ -253,22 +273,12 @@ namespace {
 // reference and bitwise against the 128-wide kernel of the math warps' stores (the same tile,
 // the same arithmetic in the same order).
 void check_dglu_tma_case(const DgluConfig& dglu) {
-    const HostCase host_case = make_case(dglu.base);
-    const Problem problem = host_case.problem();
-    const CaseConfig& config = host_case.config;
-    std::vector<uint8_t> pre(static_cast<std::size_t>(host_case.m * 2 * config.n) * dtype_size(dglu.pre_dtype));
-    fill_uniform(pre.data(), pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f,
-                 mix_seed(config.seed, 78));
-    GluParams params;
-    params.activation = dglu.activation;
-    params.scale = dglu.scale;
-    params.limit = dglu.limit;
-    params.offset = dglu.offset;
-    const std::vector<int64_t> rows = reference_rows(host_case);
-    const DgluResult reference = compute_dglu_reference(problem, params, pre.data(), dglu.pre_dtype, &rows);
-    const std::string what = describe(config) + " dGLU through TMA " +
-                             (dglu.activation == GGEMM_ACTIVATION_SWIGLU ? "SwiGLU" : "GeGLU") + " M=" +
-                             std::to_string(host_case.m);
+    const DgluCase c = make_dglu_case(dglu);
+    const HostCase& host_case = c.host_case;
+    const Problem& problem = c.problem;
+    const std::vector<uint8_t>& pre = c.pre;
+    const DgluResult& reference = c.reference;
+    const std::string what = c.what + " through TMA";
     Stream stream;
     DgluOutputs by_warps;
     {
