@@ -20,6 +20,13 @@ __device__ __forceinline__ void st_shared_v2_b32(uint32_t addr, uint32_t x, uint
     asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(x), "r"(y));
 }
 
+// ld.shared.b32 v, [addr];                                                    PTX 1.0, all targets
+__device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
+    uint32_t v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));
+    return v;
+}
+
 // ld.shared.v2.b32 {x, y}, [addr];                 (addr 8-byte aligned)      PTX 1.0, all targets
 __device__ __forceinline__ uint2 ld_shared_v2_b32(uint32_t addr) {
     uint2 v;

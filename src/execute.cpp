@@ -28,6 +28,7 @@ struct LastMap {
 thread_local LastMap t_a_map;
 thread_local LastMap t_b_map;
 thread_local LastMap t_d_map;
+thread_local LastMap t_pre_map;
 
 template <class MakeShape>
 ggemm_status_t cached_map(LastMap& last, const ggemm_plan& plan, const void* address, int64_t m,
@@ -65,9 +66,14 @@ ggemm_status_t encode_maps(const ggemm_plan& plan, const ggemm_args& args, Launc
         },
         &params->b_map);
     if (status != GGEMM_SUCCESS || variant.d_box_rows == 0) return status;
-    return cached_map(
-        t_d_map, plan, args.d, args.m, "D", [&] { return d_map_shape(args.d, args.m, desc.n, desc.activation, variant); },
+    status = cached_map(
+        t_d_map, plan, args.d, args.m, "D",
+        [&] { return d_map_shape(args.d, args.m, desc.n, desc.activation, desc.glu_backward, variant); },
         &params->d_map);
+    if (status != GGEMM_SUCCESS || !variant.tma_dglu) return status;
+    return cached_map(
+        t_pre_map, plan, args.glu_pre, args.m, "the saved pre-activation",
+        [&] { return pre_map_shape(args.glu_pre, args.m, desc.n, variant); }, &params->pre_map);
 }
 
 }  // namespace

@@ -61,8 +61,12 @@ extern const int kClusterPreferenceCount;
 struct OutputPreference {
     double warp_stores;
     double tma_store;
+    double tma_dglu;  // dGLU's kernels that load the pre-activation and store d_pre by TMA
 };
 extern const OutputPreference kOutputPreference;
+
+// The variant's output factor: kOutputPreference's entry for its output design.
+double output_factor(const KernelVariant& variant) noexcept;
 
 // The fill model's beliefs about one architecture's SM (kFillModel).
 struct FillModel {

@@ -16,7 +16,9 @@ namespace ggemm {
 struct LaunchParams {
     CUtensorMap a_map;  // A: dims {K, M}, box {block_k, tile_m / (consumer split)}
     CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N} (N-major: N and K swapped)
-    CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M} ({N/2, M} with a GLU)
+    CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M} ({N/2, M} with a
+                        // GLU, {2N, M} for dGLU)
+    CUtensorMap pre_map;  // dGLU through TMA (tma_dglu): the saved pre-activation, dims {2N, M}
     KernelArgs args;
     const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
     int32_t grid;       // persistent CTAs (a multiple of cluster_m)
@@ -58,6 +60,9 @@ struct KernelVariant {
     // Whether its epilogue fuses the GLU forward (desc->activation): the math warps' stores fuse
     // dGLU too, TMA stores (d_box_rows > 0) the forward of a bf16 D without C only.
     bool fused_glu = true;
+    // dGLU through TMA: the saved pre-activation (bf16) is loaded into the output buffer by TMA and
+    // d_pre (bf16, no C) leaves from it by TMA. Such a kernel serves dGLU only.
+    bool tma_dglu = false;
 };
 
 }  // namespace ggemm

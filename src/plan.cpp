@@ -70,7 +70,17 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "stores D with TMA, which serves a bf16 D without C only");
         return reason;
     }
-    if (variant.d_box_rows > 0 && desc.glu_backward) {
+    if (variant.tma_dglu && !desc.glu_backward) {
+        std::snprintf(reason, size, "loads the saved pre-activation with TMA, which serves dGLU only, "
+                                    "desc->glu_backward = 0");
+        return reason;
+    }
+    if (variant.tma_dglu && desc.glu_pre_dtype != GGEMM_DTYPE_BF16) {
+        std::snprintf(reason, size, "loads the saved pre-activation with TMA, which serves a bf16 one only, "
+                                    "desc->glu_pre_dtype = %s", dtype_name(desc.glu_pre_dtype));
+        return reason;
+    }
+    if (variant.d_box_rows > 0 && !variant.tma_dglu && desc.glu_backward) {
         std::snprintf(reason, size, "stores D with TMA, which serves the GLU forward only, desc->glu_backward = 1");
         return reason;
     }
@@ -177,6 +187,11 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
             desc.tile_m, desc.tile_n, desc.cluster_m, desc.split_k);
     if (variant.d_box_rows == 0) {
         appendf(&text, "output: C and D stored by the math warps\n");
+    } else if (variant.tma_dglu) {
+        appendf(&text,
+                "output: each tile's saved pre-activation loaded by TMA into a buffer in shared memory during its "
+                "main loop, turned into d_pre (D, M x %lld) there and stored from it by TMA\n",
+                static_cast<long long>(2 * desc.n));
     } else if (desc.activation != GGEMM_ACTIVATION_NONE) {
         appendf(&text,
                 "output: D (M x %lld, the activation's output) stored by TMA from a tile buffer in shared memory, "

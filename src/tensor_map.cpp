@@ -59,9 +59,14 @@ TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t 
     return b_expert_shape(placeholder, n, k, variant);
 }
 
-TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, int32_t activation, const KernelVariant& variant) noexcept {
-    const int64_t columns = activation == GGEMM_ACTIVATION_NONE ? n : n / 2;
+TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, int32_t activation, int32_t glu_backward,
+                           const KernelVariant& variant) noexcept {
+    const int64_t columns = glu_backward ? 2 * n : activation == GGEMM_ACTIVATION_NONE ? n : n / 2;
     return k_major_shape(d, m, columns, variant.d_box_cols, variant.d_box_rows);
+}
+
+TensorMapShape pre_map_shape(const void* pre, int64_t m, int64_t n, const KernelVariant& variant) noexcept {
+    return k_major_shape(pre, m, 2 * n, variant.d_box_cols, variant.d_box_rows);
 }
 
 ggemm_status_t resolve_tensor_map_encoder() noexcept {

@@ -41,10 +41,14 @@ TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t 
                                     const KernelVariant& variant) noexcept;
 
 // D: M x N bf16 row-major; dims {N, M}, box {d_box_cols, d_box_rows} (the variant's TMA store
-// box). With a gated activation (desc->activation, the forward: TMA-store variants serve no
-// dGLU) D is the M x N/2 output: dims {N/2, M}. Its row extent is this call's M: no store
-// reaches past it.
-TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, int32_t activation, const KernelVariant& variant) noexcept;
+// box). With a gated activation (desc->activation) the forward's D is the M x N/2 output: dims
+// {N/2, M}; dGLU's (glu_backward) is d_pre, M x 2N: dims {2N, M}. Its row extent is this call's
+// M: no store reaches past it.
+TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, int32_t activation, int32_t glu_backward,
+                           const KernelVariant& variant) noexcept;
+
+// dGLU through TMA: the saved pre-activation, M x 2N bf16 row-major, loaded in D's boxes.
+TensorMapShape pre_map_shape(const void* pre, int64_t m, int64_t n, const KernelVariant& variant) noexcept;
 
 // The driver's element type of a GGEMM_DTYPE_* (bf16 for anything else).
 CUtensorMapDataType tensor_map_data_type(int32_t dtype) noexcept;

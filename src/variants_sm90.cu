@@ -2,7 +2,8 @@
 // the math warps' own stores (any dtypes; the N-major kernels differ only in how B is loaded and
 // described), and TMA-store variants for a bf16 D without C (either weight layout), some of them
 // again as clusters of two CTAs along M that multicast the weight tile (names ending _c2: the name
-// gives one CTA's 128-row tile, the plan's tile_m is the cluster's 256). Stages fill the
+// gives one CTA's 128-row tile, the plan's tile_m is the cluster's 256), and for dGLU with a bf16
+// saved pre-activation and d_pre, kernels that load the one and store the other by TMA. Stages fill the
 // shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
 // sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
 // launch.
@@ -19,7 +20,10 @@ namespace sm90 {
 
 template <class Cfg>
 cudaError_t prepare() {
-    if constexpr (Cfg::kOutput == Output::kTmaStore) {
+    if constexpr (Cfg::kTmaStoreDglu) {
+        return cudaFuncSetAttribute(grouped_gemm_sm90_dglu<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kSmemBytes<Cfg>);
+    } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
         return cudaFuncSetAttribute(grouped_gemm_sm90_tma_store<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     kSmemBytes<Cfg>);
     } else {
@@ -44,7 +48,12 @@ inline cudaError_t launch_reduce_d_prob(const KernelArgs& args, cudaStream_t str
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
     if (Cfg::kClusterM > 1 && (p.grid <= 0 || p.grid % Cfg::kClusterM != 0)) return cudaErrorInvalidConfiguration;
-    if constexpr (Cfg::kOutput == Output::kTmaStore) {
+    if constexpr (Cfg::kTmaStoreDglu) {
+        const cudaError_t error =
+            launch_gemm_with_pre_map<grouped_gemm_sm90_dglu<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, stream);
+        if (error != cudaSuccess) return error;
+        return launch_reduce_d_prob(p.args, stream);
+    } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
         return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                              Cfg::kClusterM, stream);
     } else {
@@ -86,7 +95,8 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.weight_layout = Cfg::kWeightLayout;
     variant.dynamic_scheduler = Cfg::kClusterM == 1;  // both CTAs of a cluster must take the same items
     variant.max_split_k = Cfg::kSplitK ? kMaxSplitK : 1;  // grouped_gemm_sm90.cuh says which split K
-    variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu;
+    variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
+    variant.tma_dglu = Cfg::kTmaStoreDglu;
     return variant;
 }
 
@@ -118,6 +128,10 @@ using Tile256HalvesCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, 
 using Tile256WholeCluster = sm90::Config<256, 3, sm90::Output::kTmaStore, 256, kKMajor, 2>;
 using Tile192WholeCluster = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kKMajor, 2>;
 using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kNMajor, 2>;
+// dGLU through TMA: 128 columns of R, a buffer of their 256 pre-activation columns (64 KB for
+// both warpgroups), five stages.
+using Tile128Dglu = sm90::Config<128, 5, sm90::Output::kTmaStore, 256>;
+using Tile128DgluNMajor = sm90::Config<128, 5, sm90::Output::kTmaStore, 256, kNMajor>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -139,6 +153,8 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256WholeCluster>("sm90_tmastore_whole_128x256x64_s3_c2"),
     sm90_variant<Tile192WholeCluster>("sm90_tmastore_whole_128x192x64_s4_c2"),
     sm90_variant<Tile256HalvesNMajorCluster>("sm90_tmastore_halves_128x256x64_s4_nmajor_c2"),
+    sm90_variant<Tile128Dglu>("sm90_tmastore_dglu_128x128x64_s5"),
+    sm90_variant<Tile128DgluNMajor>("sm90_tmastore_dglu_128x128x64_s5_nmajor"),
 };
 
 }  // namespace

@@ -340,6 +340,25 @@ __device__ __forceinline__ void prefetch_pre_block(const EpilogueTile& t, int64_
     if (t.glu_pre_dtype == kFP32) ptx::prefetch_global_l1(first + 128);
 }
 
+// dGLU's partial sums of d_prob for R's 64-column block at column r_col0: the thread's sums of
+// rows top and top + 8 (prob_sum, reset here) are added over the four lanes of each row in a
+// fixed butterfly (every lane gets the same bits), and lane 0 of the four stores the row's
+// partial. Both output designs end a block through here, so they give the same bits.
+__device__ __forceinline__ void store_prob_partials(const EpilogueTile& t, int64_t top, int32_t r_col0, int lane,
+                                                    float (&prob_sum)[2]) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        float v = prob_sum[half];
+        v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+        v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+        if (lane % 4 == 0) {
+            const int64_t partial_block = r_col0 / (2 * kGluBlockColumns);
+            t.d_prob_partials[partial_block * t.m + top + 8 * half] = v;
+        }
+        prob_sum[half] = 0.f;
+    }
+}
+
 // dGLU (glu_backward): from R = alpha * acc, a tile kTileN columns of R wide whose first column
 // is a multiple of 64, and the saved pre-activation, D = d_pre (M x 2N, the forward's
 // interleaved layout) and the partial sums of d_prob. R's 32-column block b (R groups 4b .. 4b+3)
@@ -422,19 +441,7 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
         }
         // A 64-column block of R ends here (or R does): the row's partial sum of d_prob.
         const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
-        if (block_ends) {
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                float v = prob_sum[half];
-                v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
-                v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
-                if (lane % 4 == 0) {
-                    const int64_t partial_block = r_col0 / (2 * kGluBlockColumns);
-                    e.t.d_prob_partials[partial_block * e.t.m + top + 8 * half] = v;
-                }
-                prob_sum[half] = 0.f;
-            }
-        }
+        if (block_ends) store_prob_partials(e.t, top, r_col0, lane, prob_sum);
     }
 }
 

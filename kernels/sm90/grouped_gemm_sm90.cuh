@@ -34,6 +34,7 @@
 #include "kernels/common/shared_storage.cuh"
 #include "kernels/common/split_k.h"
 #include "kernels/common/tile_ring.cuh"
+#include "kernels/sm90/dglu_tma_epilogue_sm90.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "kernels/sm90/operand_layout.h"
 #include "kernels/sm90/tma_store_epilogue_sm90.cuh"
@@ -86,7 +87,10 @@ struct Config {
     // Whether the kernel can split K (kernels/common/split_k.h): not in clusters, where both CTAs
     // would count their partials on one tile's counters, nor 32 wide (split_k.h sizes the
     // counters and the 32-bit work-item count for tiles of 64 columns or more).
-    static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64;
+    // dGLU through TMA (a store buffer of twice the tile's columns: the saved pre-activation
+    // comes in by TMA, becomes d_pre in place and leaves by TMA; dglu_tma_epilogue_sm90.cuh).
+    static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
+    static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && !kTmaStoreDglu;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
@@ -131,8 +135,10 @@ struct Config {
     static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "128-byte swizzle atoms are 1024 bytes");
     static_assert(kOutput == Output::kWarpStores ? kStoreColumns == 0
                                                  : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
-                                                       kStoreColumns <= kTileN,
-                  "a TMA-store buffer is whole column atoms, at most the tile");
+                                                       (kStoreColumns <= kTileN || kTmaStoreDglu),
+                  "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
+    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN % (2 * kGluBlockColumns) == 0),
+                  "dGLU through TMA: one CTA, whole 64-column blocks of R");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
@@ -176,6 +182,7 @@ struct SharedStorage {
     uint64_t empty[Cfg::kStages];   // every math warp of the cluster is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
+    uint64_t pre_full[Cfg::kMathWarpgroups];  // dGLU through TMA: the warpgroup's pre-activation landed
     TileCoord tiles[Cfg::kTileRing];
     // padded_offsets, then the valid-row counts when they are given and both fit (else the
     // scheduler reads the counts from global memory, once per expert it visits).
@@ -340,10 +347,11 @@ __device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
 
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
 // k-block, keeping Cfg::kBatchesInFlight batches in flight and releasing each stage as soon as
-// its batch is done.
-template <class Cfg, int kWidth>
-__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
-                                          float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
+// its batch is done. Once the first batch is issued, the output may start its own loads
+// (output.after_first_batch: dGLU through TMA loads the saved pre-activation then).
+template <class Cfg, int kWidth, class Out>
+__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
+                                          int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
     using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -364,6 +372,9 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
             Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();
+        if constexpr (Out::kLoadsDuringMainLoop) {
+            if (kb == 0) output.after_first_batch();
+        }
 #pragma unroll
         for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
         if constexpr (Cfg::kBatchesInFlight == 0) {
@@ -406,8 +417,11 @@ __device__ __forceinline__ void skip_main_loop(SharedStorage<Cfg>& s, int32_t k_
 
 // One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh).
 struct WarpStoreOutput {
+    static constexpr bool kLoadsDuringMainLoop = false;
     FragmentEpilogue epilogue;
     float2 bias_pair;
+    __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
+    __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
         const FragmentEpilogue e = after_main_loop(epilogue);
@@ -427,10 +441,30 @@ struct WarpStoreOutput {
 // the fused GLU forward.
 template <int kStoreAtoms, bool kGlu>
 struct TmaStoreOutput {
+    static constexpr bool kLoadsDuringMainLoop = false;
     TmaStoreEpilogue epilogue;
+    __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
+    __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
         store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop(epilogue), acc);
+    }
+};
+
+// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh): its storing thread
+// loads the tile's pre-activation while the main loop runs.
+struct TmaDgluOutput {
+    static constexpr bool kLoadsDuringMainLoop = true;
+    TmaDgluEpilogue epilogue;
+    __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
+    __device__ __forceinline__ void after_first_batch() const {
+        if (threadIdx.x % 128 == 0) load_pre_tile(epilogue);
+    }
+    template <int kTileN>
+    __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t) const {
+        TmaDgluEpilogue e = epilogue;
+        e.out = after_main_loop(e.out);
+        store_dglu_tma_tile<kTileN>(e, acc);
     }
 };
 
@@ -444,7 +478,8 @@ __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t 
 // are issued when the tile starts, so their latency hides behind the main loop.
 template <class Cfg>
 __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                            const TileCoord& tile, int warpgroup, int lane) {
+                                            const CUtensorMap* pre_map, uint32_t pre_parity, const TileCoord& tile,
+                                            int warpgroup, int lane) {
     const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
     const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
     const float2 prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
@@ -465,18 +500,30 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         }
         return out;
     } else {
-        TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu> out;
-        out.epilogue.t = epilogue_tile(args, tile.expert);
-        ptx::prefetch_global_l1(out.epilogue.t.alpha_at);  // after_main_loop loads it
-        out.epilogue.prob = prob;
-        out.epilogue.buffer = s.output.d_tile[warpgroup];
-        out.epilogue.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
-        out.epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
-        out.epilogue.row_begin = row_begin;
-        out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
-        out.epilogue.n_begin = tile.n_begin;
-        out.epilogue.d_map = d_map;
-        return out;
+        TmaStoreEpilogue e;
+        e.t = epilogue_tile(args, tile.expert);
+        ptx::prefetch_global_l1(e.t.alpha_at);  // after_main_loop loads it
+        e.prob = prob;
+        e.buffer = s.output.d_tile[warpgroup];
+        e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+        e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+        e.row_begin = row_begin;
+        e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
+        e.n_begin = tile.n_begin;
+        e.d_map = d_map;
+        if constexpr (Cfg::kTmaStoreDglu) {
+            TmaDgluOutput out;
+            out.epilogue.out = e;
+            out.epilogue.pre_map = pre_map;
+            out.epilogue.pre_full = &s.pre_full[warpgroup];
+            out.epilogue.pre_parity = pre_parity;
+            out.epilogue.width = tile.n_width;
+            return out;
+        } else {
+            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu> out;
+            out.epilogue = e;
+            return out;
+        }
     }
 }
 
@@ -548,12 +595,12 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
                                          bool fused) {
     static_assert(kWidth <= Cfg::kTileN && (kWidth % kPieceColumns == 0 || kWidth == Cfg::kTileN),
                   "a tile or a piece of one");
-    if (output.epilogue.rows == 0) {  // every row of this warpgroup is past the valid-row count
+    if (output.rows() == 0) {  // every row of this warpgroup is past the valid-row count
         skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
         return false;
     }
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
-    main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase);
+    main_loop<Cfg, kWidth>(s, output, k_blocks, warpgroup, lane, part, stage, phase);
     if constexpr (Cfg::kSplitK && kWidth == Cfg::kTileN) {
         if (args.k_splits > 1) {
             const int32_t split_item = tile.tile_index * args.k_splits + tile.k_split;
@@ -563,18 +610,23 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         if (fused) return true;  // compute() stores it
     }
-    output.template store<kWidth>(part);
-    return true;
+    if constexpr (Cfg::kTmaStoreDglu) {
+        return true;  // compute() stores it
+    } else {
+        output.template store<kWidth>(part);
+        return true;
+    }
 }
 
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                        int warpgroup) {
+                                        const CUtensorMap* pre_map, int warpgroup) {
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
+    uint32_t pre_tiles = 0;  // dGLU through TMA: tiles whose pre-activation this warpgroup loaded
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
@@ -585,7 +637,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg>(s, args, d_map, tile, warpgroup, lane);
+        const auto output = make_output<Cfg>(s, args, d_map, pre_map, pre_tiles & 1, tile, warpgroup, lane);
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -617,13 +669,21 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         if constexpr (Cfg::kFusedGlu) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
         }
+        if constexpr (Cfg::kTmaStoreDglu) {
+            if (finished) {
+                output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
+                ++pre_tiles;
+            }
+        }
     }
 }
 
-// The kernel's body; d_map is D's tensor map for the TMA-store output (nullptr otherwise).
+// The kernel's body; d_map is D's tensor map for the TMA-store output, pre_map the saved
+// pre-activation's for dGLU through TMA (nullptr otherwise).
 template <class Cfg>
 __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map, const CUtensorMap* b_map,
-                                                       const CUtensorMap* d_map, const KernelArgs& args) {
+                                                       const CUtensorMap* d_map, const CUtensorMap* pre_map,
+                                                       const KernelArgs& args) {
     static_assert(kSmemBytes<Cfg> <= kSharedMemoryLimit, "stages + staging + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
@@ -639,6 +699,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
             ptx::mbarrier_init(&s.tile_full[i], 1);
             ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
         }
+        for (int i = 0; i < Cfg::kMathWarpgroups; ++i) ptx::mbarrier_init(&s.pre_full[i], 1);
         s.status = 0;
         ptx::fence_mbarrier_init();
     }
@@ -646,6 +707,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         ptx::tma_prefetch_map(a_map);
         if (args.weight_mode == kDense) ptx::tma_prefetch_map(b_map);
         if constexpr (Cfg::kOutput == Output::kTmaStore) ptx::tma_prefetch_map(d_map);
+        if constexpr (Cfg::kTmaStoreDglu) ptx::tma_prefetch_map(pre_map);
     }
     // The planner keeps plans of more experts than the shared copy holds off this variant.
     if constexpr (Cfg::kOffsetCapacity < ggemm::kMaxExperts) {
@@ -680,7 +742,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) produce<Cfg>(s, a_map, b_map, args, valid_rows);
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
-        compute<Cfg>(s, args, d_map, warpgroup - 1);
+        compute<Cfg>(s, args, d_map, pre_map, warpgroup - 1);
     }
     // Stay until the other CTA is done too: its math warps arrive on this CTA's empty barriers
     // until their last k-block. (Its loads into this CTA have all landed: this CTA's math warps
@@ -698,7 +760,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_sm90(const __grid_constant__ CUtensorMap a_map,
                       const __grid_constant__ CUtensorMap b_map, const KernelArgs args) {
     static_assert(Cfg::kOutput == Output::kWarpStores, "TMA-store variants take D's map");
-    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, nullptr, args);
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, nullptr, nullptr, args);
 }
 
 // The TMA-store variants: D's map too.
@@ -706,8 +768,18 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_sm90_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                                 const __grid_constant__ CUtensorMap d_map, const KernelArgs args) {
-    static_assert(Cfg::kOutput == Output::kTmaStore, "warp-store variants take no D map");
-    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, args);
+    static_assert(Cfg::kOutput == Output::kTmaStore && !Cfg::kTmaStoreDglu, "warp-store variants take no D map");
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, nullptr, args);
+}
+
+// dGLU through TMA: D's map (d_pre, {2N, M}) and the saved pre-activation's.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    grouped_gemm_sm90_dglu(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                           const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap pre_map,
+                           const KernelArgs args) {
+    static_assert(Cfg::kTmaStoreDglu, "the dGLU-through-TMA variants");
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, &pre_map, args);
 }
 
 }  // namespace ggemm::sm90

@@ -3,7 +3,8 @@
 // reference of tests/support/glu_reference.h; both activations, non-default constants, every
 // d_pre and pre-activation dtype, both weight layouts, N with a final 32-column block, pieces of
 // the last round; static and dynamic schedulers and repeated runs bitwise equal; rows no expert
-// computes keep D's poison and get d_prob = 0.
+// computes keep D's poison and get d_prob = 0. The kernels that load the pre-activation and store
+// d_pre by TMA (bf16 both) against the reference and bitwise against the math warps' stores.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -130,23 +131,43 @@ void verify_dglu(const std::string& what, const HostCase& host_case, const Probl
     MESSAGE(what << ": " << d.summary() << "; d_prob error " << error.relative());
 }
 
-void check_dglu_case(const DgluConfig& dglu) {
-    const HostCase host_case = make_case(dglu.base);
-    const Problem problem = host_case.problem();
-    const CaseConfig& config = host_case.config;
-    std::vector<uint8_t> pre(static_cast<std::size_t>(host_case.m * 2 * config.n) * dtype_size(dglu.pre_dtype));
+// A dGLU case: the problem, a fresh random saved pre-activation, its fp64 reference and a label.
+struct DgluCase {
+    HostCase host_case;
+    Problem problem;
+    std::vector<uint8_t> pre;
+    DgluResult reference;
+    std::string what;
+};
+
+DgluCase make_dglu_case(const DgluConfig& dglu) {
+    DgluCase c;
+    c.host_case = make_case(dglu.base);
+    c.problem = c.host_case.problem();
+    const CaseConfig& config = c.host_case.config;
+    c.pre.resize(static_cast<std::size_t>(c.host_case.m * 2 * config.n) * dtype_size(dglu.pre_dtype));
     // Pre-activations past the default limit of 7, so the clamps and both branches are exercised.
-    fill_uniform(pre.data(), pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f,
+    fill_uniform(c.pre.data(), c.pre.size() / dtype_size(dglu.pre_dtype), dglu.pre_dtype, -9.0f, 9.0f,
                  mix_seed(config.seed, 77));
     GluParams params;
     params.activation = dglu.activation;
     params.scale = dglu.scale;
     params.limit = dglu.limit;
     params.offset = dglu.offset;
-    const std::vector<int64_t> rows = reference_rows(host_case);
-    const DgluResult reference = compute_dglu_reference(problem, params, pre.data(), dglu.pre_dtype, &rows);
-    const std::string what = describe(config) + " dGLU " + (dglu.activation == GGEMM_ACTIVATION_SWIGLU ? "SwiGLU" : "GeGLU") +
-                             " pre=" + dtype_name(dglu.pre_dtype) + " M=" + std::to_string(host_case.m);
+    const std::vector<int64_t> rows = reference_rows(c.host_case);
+    c.reference = compute_dglu_reference(c.problem, params, c.pre.data(), dglu.pre_dtype, &rows);
+    c.what = describe(config) + " dGLU " + (dglu.activation == GGEMM_ACTIVATION_SWIGLU ? "SwiGLU" : "GeGLU") +
+             " pre=" + dtype_name(dglu.pre_dtype) + " M=" + std::to_string(c.host_case.m);
+    return c;
+}
+
+void check_dglu_case(const DgluConfig& dglu) {
+    const DgluCase c = make_dglu_case(dglu);
+    const HostCase& host_case = c.host_case;
+    const Problem& problem = c.problem;
+    const std::vector<uint8_t>& pre = c.pre;
+    const DgluResult& reference = c.reference;
+    const std::string& what = c.what;
     Stream stream;
     const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
     const DgluOutputs dynamic = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_DYNAMIC, stream);
@@ -243,5 +264,75 @@ TEST_CASE("sanitizer: dglu, small cases, both activations") {
                                       GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9990, index++));
         dglu.base.max_tokens = 300;
         check_dglu_case(dglu);
+    }
+}
+
+namespace {
+
+// dGLU through the kernels that load the pre-activation and store d_pre by TMA, against the
+// reference and bitwise against the 128-wide kernel of the math warps' stores (the same tile,
+// the same arithmetic in the same order).
+void check_dglu_tma_case(const DgluConfig& dglu) {
+    const DgluCase c = make_dglu_case(dglu);
+    const HostCase& host_case = c.host_case;
+    const Problem& problem = c.problem;
+    const std::vector<uint8_t>& pre = c.pre;
+    const DgluResult& reference = c.reference;
+    const std::string what = c.what + " through TMA";
+    Stream stream;
+    DgluOutputs by_warps;
+    {
+        ScopedKernel kernel("sm90_tma_wgmma_128x128x64_s6");
+        by_warps = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
+    }
+    ScopedKernel kernel("sm90_tmastore_dglu_");  // a plan that cannot take one fails to be made
+    const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
+    const DgluOutputs dynamic = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_DYNAMIC, stream);
+    const DgluOutputs replayed = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream, true);
+    verify_dglu(what + " [static]", host_case, problem, reference, first);
+    verify_dglu(what + " [dynamic]", host_case, problem, reference, dynamic);
+    CHECK_MESSAGE(first.d_pre == by_warps.d_pre, what << ": d_pre differs from the math warps' stores");
+    CHECK_MESSAGE(first.d_prob == by_warps.d_prob, what << ": d_prob differs from the math warps' stores");
+    CHECK_MESSAGE(first.d_pre == dynamic.d_pre, what << ": d_pre differs between the schedulers");
+    CHECK_MESSAGE(first.d_prob == dynamic.d_prob, what << ": d_prob differs between the schedulers");
+    CHECK_MESSAGE(first.d_pre == replayed.d_pre, what << ": d_pre differs in a graph replay");
+    CHECK_MESSAGE(first.d_prob == replayed.d_prob, what << ": d_prob differs in a graph replay");
+}
+
+}  // namespace
+
+TEST_CASE("dglu through TMA: bitwise equal to the math warps' stores, both activations and layouts, N tails") {
+    std::size_t index = 0;
+    for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        // N = 352: two whole 128-column tiles and a last one of 96 (three atoms); N = 288: a last
+        // tile of one 32-column block; K = 72 and 40: k-blocks past K zero-filled, K under two k-blocks.
+        const DgluConfig cases[] = {
+            dglu_config("dglu tma", activation, 8, 512, 384, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                        GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9700, index++)),
+            dglu_config("dglu tma tail", activation, 5, 352, 72, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                        GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9700, index++)),
+            dglu_config("dglu tma K-major", activation, 6, 288, 40, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                        GGEMM_WEIGHT_LAYOUT_K_MAJOR, mix_seed(9700, index++)),
+        };
+        for (const DgluConfig& dglu : cases) check_dglu_tma_case(dglu);
+    }
+}
+
+TEST_CASE("dglu through TMA: pieces of the last round (M = 2048, N = 1152: 144 tiles of 128 columns on 132 SMs)") {
+    DgluConfig dglu = dglu_config("dglu tma pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, 256, GGEMM_DTYPE_BF16,
+                                  GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9750);
+    dglu.base.layout = RowLayout::kExplicit;
+    dglu.base.offsets = {512, 512, 1280, 2048};
+    dglu.base.fixed_m = 2048;
+    check_dglu_tma_case(dglu);
+}
+
+TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
+    std::size_t index = 0;
+    for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        DgluConfig dglu = dglu_config("san dglu tma", activation, 4, 160, 72, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                      GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9790, index++));
+        dglu.base.max_tokens = 300;
+        check_dglu_tma_case(dglu);
     }
 }

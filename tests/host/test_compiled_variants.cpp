@@ -123,7 +123,7 @@ TEST_CASE("compiled variants: a fused GLU forward with a bf16 D without C takes 
         CAPTURE(v.name);
         const std::string name = v.name;
         const bool fused = name == "sm90_tmastore_halves_128x256x64_s4" || name == "sm90_tmastore_whole_128x192x64_s4";
-        CHECK(v.fused_glu == fused);
+        CHECK(v.fused_glu == (fused || v.tma_dglu));
     }
 }
 
@@ -145,7 +145,8 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
         CHECK(v.d_box_rows == 64);  // one math warpgroup's rows
         CHECK(v.max_experts >= 256);
     }
-    CHECK(tma_store == 10);  // three per weight layout, and four clusters of two (test_sm90_cluster.cpp)
+    // three per weight layout, four clusters of two (test_sm90_cluster.cpp), dGLU's one per layout
+    CHECK(tma_store == 12);
 
     // Other outputs keep the math warps' stores; so do more experts than the offsets copy holds.
     ggemm_plan_desc desc = valid_desc();
@@ -157,4 +158,51 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
     REQUIRE(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan) == GGEMM_SUCCESS);
     CHECK(plan.variant.max_experts >= ggemm::kMaxExperts);
     CHECK(std::string(plan.variant.name) != "sm90_tmastore_halves_128x256x64_s4");
+}
+
+TEST_CASE("compiled variants: dGLU with a bf16 pre-activation and d_pre takes the kernels that load and store by TMA") {
+    // The backward of each fc1 case's activation (N: R's width, the forward's N / 2; K: the
+    // second layer's hidden size), its weights as the second layer's forward stores them.
+    struct Shape {
+        int64_t m, n, k;
+        int32_t experts;
+    };
+    const Shape shapes[] = {
+        {32768, 2048, 7168, 8},    // dsv3
+        {17664, 14336, 4096, 8},   // mixtral
+        {148480, 768, 2048, 128},  // qwen3
+        {63232, 2880, 2880, 32},   // gpt-oss
+    };
+    for (const int32_t layout : {GGEMM_WEIGHT_LAYOUT_N_MAJOR, GGEMM_WEIGHT_LAYOUT_K_MAJOR}) {
+        for (const Shape& shape : shapes) {
+            ggemm_plan_desc desc = valid_desc();
+            desc.activation = GGEMM_ACTIVATION_SWIGLU;
+            desc.glu_backward = 1;
+            desc.glu_pre_dtype = GGEMM_DTYPE_BF16;
+            desc.weight_layout = layout;
+            desc.m_capacity = shape.m;
+            desc.n = shape.n;
+            desc.k = shape.k;
+            desc.num_experts = shape.experts;
+            CAPTURE(shape.n);
+            CAPTURE(layout);
+            const std::string tma = layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR ? "sm90_tmastore_dglu_128x128x64_s5_nmajor"
+                                                                          : "sm90_tmastore_dglu_128x128x64_s5";
+            CHECK(chosen(desc, sm90_device(), 90) == tma);
+            // Any other pre-activation or d_pre dtype: the math warps' stores.
+            desc.glu_pre_dtype = GGEMM_DTYPE_FP32;
+            CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_", 0) == 0);
+            desc.glu_pre_dtype = GGEMM_DTYPE_BF16;
+            desc.d_dtype = GGEMM_DTYPE_FP16;
+            CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_", 0) == 0);
+            // Never without dGLU.
+            desc.d_dtype = GGEMM_DTYPE_BF16;
+            desc.glu_backward = 0;
+            desc.activation = GGEMM_ACTIVATION_NONE;
+            CHECK(chosen(desc, sm90_device(), 90).find("_dglu_") == std::string::npos);
+            desc.activation = GGEMM_ACTIVATION_SWIGLU;
+            desc.n = 2 * shape.n;  // the forward of the same layer: N is the pre-activation's width
+            CHECK(chosen(desc, sm90_device(), 90).find("_dglu_") == std::string::npos);
+        }
+    }
 }

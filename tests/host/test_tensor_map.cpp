@@ -28,13 +28,33 @@ TEST_CASE("D map of a fused GLU forward: the M x N/2 output, dims {N/2, M}, the 
     v.d_box_cols = 64;
     v.d_box_rows = 64;
     for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
-        const ggemm::TensorMapShape shape = ggemm::d_map_shape(at(kDevice0), 4096, 5760, activation, v);
+        const ggemm::TensorMapShape shape = ggemm::d_map_shape(at(kDevice0), 4096, 5760, activation, 0, v);
         CHECK(shape.dims[0] == 2880);  // TMA clips stores at N/2
         CHECK(shape.dims[1] == 4096);
         CHECK(shape.strides[0] == 2880 * 2);
         CHECK(shape.box[0] == 64);  // one 128-byte atom: the output of 128 pre-activation columns
         CHECK(shape.box[1] == 64);
     }
+}
+
+TEST_CASE("dGLU through TMA: d_pre and the saved pre-activation, both M x 2N, dims {2N, M}, the same box") {
+    ggemm::KernelVariant v = variant("v", 90, 128, 128, 1);
+    v.d_box_cols = 64;
+    v.d_box_rows = 64;
+    v.tma_dglu = true;
+    // N = 1440 is R's width: the pre-activation and d_pre are 2880 wide.
+    const ggemm::TensorMapShape d = ggemm::d_map_shape(at(kDevice0), 4096, 1440, GGEMM_ACTIVATION_SWIGLU, 1, v);
+    const ggemm::TensorMapShape pre = ggemm::pre_map_shape(at(kDevice1), 4096, 1440, v);
+    for (const ggemm::TensorMapShape& shape : {d, pre}) {
+        CHECK(shape.rank == 2);
+        CHECK(shape.dims[0] == 2880);  // TMA clips at 2N, loads and stores
+        CHECK(shape.dims[1] == 4096);
+        CHECK(shape.strides[0] == 2880 * 2);
+        CHECK(shape.box[0] == 64);  // one 128-byte atom: a gate block and its up block
+        CHECK(shape.box[1] == 64);
+    }
+    CHECK(d.address == at(kDevice0));
+    CHECK(pre.address == at(kDevice1));
 }
 
 TEST_CASE("dense B map: dims {K, N, L}, strides of K and N x K bf16, box {block_k, b_box_rows, 1}") {
@@ -72,7 +92,7 @@ TEST_CASE("D map: dims {N, M}, row stride of N bf16, box {d_box_cols, d_box_rows
     ggemm::KernelVariant v = variant("v", 90, 128, 256, 1);
     v.d_box_cols = 64;
     v.d_box_rows = 64;
-    const ggemm::TensorMapShape shape = ggemm::d_map_shape(at(kDevice0), 8192, 520, GGEMM_ACTIVATION_NONE, v);
+    const ggemm::TensorMapShape shape = ggemm::d_map_shape(at(kDevice0), 8192, 520, GGEMM_ACTIVATION_NONE, 0, v);
     CHECK(shape.rank == 2);
     CHECK(shape.address == at(kDevice0));
     CHECK(shape.dims[0] == 520);   // TMA clips stores at N
@@ -98,8 +118,8 @@ TEST_CASE("encoding tensor maps through the driver (GPU)") {
     ggemm::KernelVariant stores_d = v;
     stores_d.d_box_cols = 64;
     stores_d.d_box_rows = 64;
-    CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 520, GGEMM_ACTIVATION_NONE, stores_d), "D", &map) == GGEMM_SUCCESS);
-    CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 8, GGEMM_ACTIVATION_NONE, stores_d), "D", &map) == GGEMM_SUCCESS);
+    CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 520, GGEMM_ACTIVATION_NONE, 0, stores_d), "D", &map) == GGEMM_SUCCESS);
+    CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 8, GGEMM_ACTIVATION_NONE, 0, stores_d), "D", &map) == GGEMM_SUCCESS);
     // K tails: TMA fills past K with zeros, so K need only be a multiple of 8.
     CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 256, 72, v), "A", &map) == GGEMM_SUCCESS);
     // A 128-byte swizzle holds at most 128 bytes of the inner box: block_k 128 bf16 is refused.

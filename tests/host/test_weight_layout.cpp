@@ -133,8 +133,8 @@ TEST_CASE("weight layout: an architecture without N-major kernels refuses N-majo
     CHECK(message_contains("desc->weight_layout = N-major (1) is not supported on SM100"));
     CHECK(message_contains("pass the weights K-major"));
     // The library as built: SM100 has no N-major kernel (docs/API.md), SM90 has one per width
-    // with the math warps' stores and three with TMA stores, as for K-major weights, and the
-    // 256-wide halves design again as a cluster of two.
+    // with the math warps' stores and four with TMA stores (dGLU's among them), as for K-major
+    // weights, and the 256-wide halves design again as a cluster of two.
     ggemm_plan plan;
     CHECK(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) ==
           GGEMM_ERROR_UNSUPPORTED_CONFIG);
@@ -146,7 +146,8 @@ TEST_CASE("weight layout: an architecture without N-major kernels refuses N-majo
         CHECK(std::string(sm90.items[i].name).find("_nmajor") != std::string::npos);
         CHECK(sm90.items[i].tile_n % 64 == 0);
     }
-    CHECK(n_major_widths == 8);  // warp stores: 256, 192, 128, 64; TMA stores: 256 (two), 192; a cluster of two: 256
+    // warp stores: 256, 192, 128, 64; TMA stores: 256 (two), 192, dGLU's 128; a cluster of two: 256
+    CHECK(n_major_widths == 9);
 }
 
 TEST_CASE("weight layout: the suite's dgrad shapes plan the N-major SM90 kernel of the forward's width") {

@@ -13,7 +13,10 @@
 #   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; the warp-store kernels
 #            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
-#            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; no local
+#            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; the dGLU
+#            kernels that load the pre-activation by TMA (grouped_gemm_sm90_dglu) 2D TMA loads
+#            into their output buffer, 32-bit shared loads and stores in place (LDS, STS), the
+#            proxy fence, TMA stores, and no global stores of d_pre (no STG.E.128); no local
 #            memory. The N-major kernels (Config's weight layout 1) read B with HGMMA's
 #            transposed-B form (.tnspB); the K-major ones (layout 0) never. The cluster kernels
 #            (Config's last argument 2) multicast B (UTMALDG.xD.MULTICAST), arrive on the other
@@ -184,7 +187,7 @@ done
 sm100_single='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi1EE'
 sm100_pair='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi2EE'
 # ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>.
-sm90_config='grouped_gemm_sm90(_tma_store)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
+sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
 sm90_kmajor="${sm90_config}ELi0ELi[12]EE"
 sm90_nmajor="${sm90_config}ELi1ELi[12]EE"
 sm90_single="${sm90_config}ELi[01]ELi1EE"
@@ -216,6 +219,11 @@ if disassemble sm_90a; then
     # itself (LDS.128, STG.E.128), since a TMA box cannot end at the count.
     check_kernels sm_90a 'grouped_gemm_sm90_tma_store' 'STSM\.16\.M88\.4' 'UTMASTG\.2D' 'UTMACMDFLUSH' \
         'FENCE\.VIEW\.ASYNC\.S' 'LDS\.128' 'STG\.E\.128'
+    # dGLU through TMA: the pre-activation into the buffer by TMA, d_pre written in place and
+    # stored by TMA.
+    check_kernels sm_90a 'grouped_gemm_sm90_dglu' 'UTMALDG\.2D' 'LDS ' 'STS ' 'FENCE\.VIEW\.ASYNC\.S' \
+        'UTMASTG\.2D' 'UTMACMDFLUSH'
+    check_absent sm_90a 'grouped_gemm_sm90_dglu' 'STG\.E\.128'
     # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
     check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|192|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
         'UTMALDG\.2D' 'SYNCS\.PHASECHK' 'USETMAXREG'
