@@ -799,7 +799,8 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_sm90_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                                 const __grid_constant__ CUtensorMap d_map, const KernelArgs args) {
-    static_assert(Cfg::kOutput == Output::kTmaStore && !Cfg::kTmaStoreDglu, "warp-store variants take no D map");
+    static_assert(Cfg::kOutput == Output::kTmaStore && !Cfg::kTmaStoreDglu,
+                  "warp-store variants take no D map, dGLU through TMA the pre-activation's too");
     grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, nullptr, args);
 }
 
