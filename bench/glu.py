@@ -14,6 +14,8 @@ width, in interleaved 32-column gate/up blocks):
   3. the backward, on the same case's second layer (W2 of hidden x I = K x N/2, N-major, as
      its forward stores it): dGLU (R = dY @ W2 of M x N/2, the saved bf16 pre-activation,
      d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
+With --alt-lib NAME=PATH (repeatable), the dGLU of another build of libggemm.so is timed in the
+same rounds as dglu_NAME, its d_pre and d_prob compared bitwise with this library's.
 Writes glu.json into --out and prints a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
   mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10).
@@ -46,7 +48,16 @@ def parse_args():
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
     p.add_argument("--lead-cycles", type=int, default=200000)
     p.add_argument("--out", default="out", help="output folder")
-    return p.parse_args()
+    p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
+                   help="also time this build's dGLU in the same rounds (repeatable)")
+    opts = p.parse_args()
+    opts.alt_libs = []
+    for spec in opts.alt_lib:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            sys.exit("glu.py: --alt-lib %s is not NAME=PATH" % spec)
+        opts.alt_libs.append((name, path))
+    return opts
 
 
 def swiglu_blocks(torch, pre):
@@ -105,9 +116,10 @@ class Case:
                          device_status=self.status.data_ptr()) for s in range(self.sets)]
         return plan, args, workspace
 
-    def backward_plan(self, torch, dglu):
-        """dGLU (SwiGLU) or the plain dgrad GEMM of the same size, N-major W2."""
-        lib = self.lib
+    def backward_plan(self, torch, dglu, lib=None):
+        """dGLU (SwiGLU) or the plain dgrad GEMM of the same size, N-major W2 (with `lib`, another
+        build's)."""
+        lib = lib or self.lib
         fields = dict(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n // 2, k=self.k,
                       num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
                       d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE, generate_c=0,
@@ -132,7 +144,7 @@ class Case:
             plan.destroy()
 
 
-def run_case(torch, lib, case, opts, stream, compiled_act):
+def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
     result = {"name": case["name"], "L": case["experts"], "N": case["n"], "K": case["k"], "errors": {}}
     data = Case(torch, lib, case, opts.sets)
     result.update(M=data.m, sets=data.sets)
@@ -176,6 +188,18 @@ def run_case(torch, lib, case, opts, stream, compiled_act):
                 worst = max(worst, rel_error(data.d_prob[begin:end], (r * gate * s * up).sum(1)))
             begin = end
         result["dglu_check"] = {"rel_err": worst, "ok": bool(worst <= CHECK_TOLERANCE)}
+        # Other builds' dGLU: the same bits, timed beside this one.
+        alt_ops = []
+        d_pre, d_prob = data.d_pre.clone(), data.d_prob.clone()
+        for name, alt_lib in alt_libs:
+            alt_plan, alt_args, alt_ws = data.backward_plan(torch, True, lib=alt_lib)
+            data.d_pre.fill_(float("nan"))
+            alt_plan.execute(alt_args[0], handle)
+            torch.cuda.synchronize()
+            result.setdefault("alt_checks", {})[name] = {
+                "kernel": [line for line in alt_plan.describe().splitlines() if line.startswith("kernel:")][0][:90],
+                "bitwise_equal": bool(torch.equal(data.d_pre, d_pre) and torch.equal(data.d_prob, d_prob))}
+            alt_ops.append(("dglu_" + name, lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
 
         act_out = torch.empty(data.m, data.n // 2, dtype=torch.bfloat16, device="cuda")
         ops = [
@@ -187,7 +211,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act):
                 data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16))),
             ("dglu", lambda s: dglu_plan.execute(dglu_args[s], handle)),
             ("dgrad", lambda s: dgrad_plan.execute(dgrad_args[s], handle)),
-        ]
+        ] + alt_ops
         for name, fn in ops:  # compile and warm every path outside the timed rounds
             fn(0)
         torch.cuda.synchronize()
@@ -200,6 +224,8 @@ def run_case(torch, lib, case, opts, stream, compiled_act):
             "mm_compiled_over_glu": med["mm_compiled"] / med["glu"],
             "dglu_over_dgrad": med["dglu"] / med["dgrad"],
         }
+        for name, _ in alt_libs:
+            result["ratios"]["dglu_%s_over_dglu" % name] = med["dglu_" + name] / med["dglu"]
     except Exception as e:  # noqa: BLE001 - record and go on with the other cases
         result["errors"]["case"] = short_error(e)
     finally:
@@ -217,6 +243,7 @@ def main():
     import torch
 
     lib = gg.Library(opts.lib)
+    alt_libs = [(name, gg.Library(os.path.abspath(path))) for name, path in opts.alt_libs]
     cases = [c for c in load_cases(opts.shapes, opts.cases) if opts.cases or "fc1" in c["name"]]
     os.makedirs(opts.out, exist_ok=True)
     compiled_act = torch.compile(lambda pre: swiglu_blocks(torch, pre))
@@ -224,7 +251,7 @@ def main():
     results = []
     with torch.cuda.stream(stream):
         for case in cases:
-            results.append(run_case(torch, lib, case, opts, stream, compiled_act))
+            results.append(run_case(torch, lib, case, opts, stream, compiled_act, alt_libs))
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
     summary = {
@@ -235,7 +262,8 @@ def main():
         "worst_dglu_over_dgrad": max((r["ratios"]["dglu_over_dgrad"] for r in results if "ratios" in r),
                                      default=None),
         "check_failures": [r["name"] for r in results if not r.get("check", {}).get("ok", False)
-                           or not r.get("dglu_check", {}).get("ok", False)],
+                           or not r.get("dglu_check", {}).get("ok", False)
+                           or not all(c["bitwise_equal"] for c in r.get("alt_checks", {}).values())],
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
     }
     with open(os.path.join(opts.out, "glu.json"), "w") as f:
@@ -259,6 +287,13 @@ def main():
           "min mm+compiled / glu %s (target > 1); worst dglu / dgrad %s (target <= 1.10)" % (
               f(summary["geomean_plain_eager_over_glu"]), f(summary["worst_glu_over_plain"]),
               f(summary["min_mm_compiled_over_glu"]), f(summary["worst_dglu_over_dgrad"])))
+    for name, _ in opts.alt_libs:
+        for r in results:
+            if "ratios" in r:
+                c = r["alt_checks"][name]
+                print("%-18s dglu_%s / dglu %.3f  (%s; %s)" % (
+                    r["name"], name, r["ratios"]["dglu_%s_over_dglu" % name], c["kernel"],
+                    "bitwise equal" if c["bitwise_equal"] else "NOT bitwise equal"))
     if summary["check_failures"]:
         print("FAILED checks: " + ", ".join(summary["check_failures"]))
     return 1 if summary["check_failures"] or summary["cases_with_errors"] else 0
