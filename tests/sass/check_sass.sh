@@ -319,7 +319,7 @@ if [[ -n "$nvcc" ]]; then
             'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' 'UTMASTG\.3D' \
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
             'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4' \
-            'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E '
+            'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'

@@ -1,5 +1,5 @@
 // Compile-only: kernels that call every wrapper of ptx/mbarrier.cuh, tma.h, fence.h, cluster.h,
-// barrier.h, prefetch.cuh, load.cuh and wgmma.h, including forms the SM90 kernel does not use yet
+// barrier.h, prefetch.cuh, load.cuh, math.cuh and wgmma.h, including forms the SM90 kernel does not use yet
 // (multicast loads, TMA stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
 // elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
 // the SASS each wrapper must produce. Never linked, never run.
@@ -12,6 +12,7 @@
 #include "ptx/fence.cuh"
 #include "ptx/load.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/math.cuh"
 #include "ptx/prefetch.cuh"
 #include "ptx/smem.cuh"
 #include "ptx/stmatrix.cuh"
@@ -70,6 +71,9 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     // ptx/load.cuh: a global load in place (LDG.E).
     const float* floats = reinterpret_cast<const float*>(out);
     out[3 + threadIdx.x] = __float_as_uint(ld_global_in_place(floats + 64 * threadIdx.x + 8192));
+    // ptx/math.cuh: the special-function unit's 2^x and 1 / x (MUFU.EX2, MUFU.RCP).
+    const float x = __uint_as_float(out[4 + threadIdx.x]);
+    out[5 + threadIdx.x] = __float_as_uint(rcp_approx_ftz(1.0f + ex2_approx_ftz(x)));
 }
 
 // One kernel per wgmma width and B major-ness, each with the whole register file (the
