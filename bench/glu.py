@@ -14,8 +14,9 @@ width, in interleaved 32-column gate/up blocks):
   3. the backward, on the same case's second layer (W2 of hidden x I = K x N/2, N-major, as
      its forward stores it): dGLU (R = dY @ W2 of M x N/2, the saved bf16 pre-activation,
      d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
-With --alt-lib NAME=PATH (repeatable), the dGLU of another build of libggemm.so is timed in the
-same rounds as dglu_NAME, its d_pre and d_prob compared bitwise with this library's.
+With --alt-lib NAME=PATH (repeatable), the fused GLU forward and the dGLU of another build of
+libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME, each output checked against
+this library's (the same reference bound; bitwise equality reported).
 Writes glu.json into --out and prints a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
   mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10).
@@ -99,8 +100,8 @@ class Case:
         self.plans = []
         self.lib = lib
 
-    def plan(self, torch, activation):
-        lib = self.lib
+    def plan(self, torch, activation, lib=None):
+        lib = lib or self.lib
         plan = lib.plan(lib.plan_desc(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n,
                                       k=self.k, num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE,
                                       c_dtype=gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE,
@@ -188,18 +189,29 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 worst = max(worst, rel_error(data.d_prob[begin:end], (r * gate * s * up).sum(1)))
             begin = end
         result["dglu_check"] = {"rel_err": worst, "ok": bool(worst <= CHECK_TOLERANCE)}
-        # Other builds' dGLU: the same bits, timed beside this one.
+        # Other builds' GLU forward and dGLU, timed beside this library's and checked against its outputs.
         alt_ops = []
-        d_pre, d_prob = data.d_pre.clone(), data.d_prob.clone()
+        d_glu, d_pre, d_prob = data.d_glu.clone(), data.d_pre.clone(), data.d_prob.clone()
         for name, alt_lib in alt_libs:
-            alt_plan, alt_args, alt_ws = data.backward_plan(torch, True, lib=alt_lib)
+            glu_alt, glu_alt_args, glu_alt_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, lib=alt_lib)
+            dglu_alt, dglu_alt_args, dglu_alt_ws = data.backward_plan(torch, True, lib=alt_lib)
+            data.d_glu.fill_(float("nan"))
             data.d_pre.fill_(float("nan"))
-            alt_plan.execute(alt_args[0], handle)
+            glu_alt.execute(glu_alt_args[0], handle)
+            dglu_alt.execute(dglu_alt_args[0], handle)
             torch.cuda.synchronize()
+            errors = [rel_error(data.d_glu, d_glu.float()), rel_error(data.d_pre, d_pre.float()),
+                      rel_error(data.d_prob, d_prob)]
             result.setdefault("alt_checks", {})[name] = {
-                "kernel": [line for line in alt_plan.describe().splitlines() if line.startswith("kernel:")][0][:90],
-                "bitwise_equal": bool(torch.equal(data.d_pre, d_pre) and torch.equal(data.d_prob, d_prob))}
-            alt_ops.append(("dglu_" + name, lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
+                "glu_kernel": [x for x in glu_alt.describe().splitlines() if x.startswith("kernel:")][0][:90],
+                "dglu_kernel": [x for x in dglu_alt.describe().splitlines() if x.startswith("kernel:")][0][:90],
+                "rel_err": max(errors), "ok": bool(max(errors) <= CHECK_TOLERANCE),
+                "glu_bitwise_equal": bool(torch.equal(data.d_glu, d_glu)),
+                "dglu_bitwise_equal": bool(torch.equal(data.d_pre, d_pre) and torch.equal(data.d_prob, d_prob))}
+            alt_ops.append(("glu_" + name,
+                            lambda s, p=glu_alt, a=glu_alt_args, w=glu_alt_ws: p.execute(a[s], handle)))
+            alt_ops.append(("dglu_" + name,
+                            lambda s, p=dglu_alt, a=dglu_alt_args, w=dglu_alt_ws: p.execute(a[s], handle)))
 
         act_out = torch.empty(data.m, data.n // 2, dtype=torch.bfloat16, device="cuda")
         ops = [
@@ -225,6 +237,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             "dglu_over_dgrad": med["dglu"] / med["dgrad"],
         }
         for name, _ in alt_libs:
+            result["ratios"]["glu_%s_over_glu" % name] = med["glu_" + name] / med["glu"]
             result["ratios"]["dglu_%s_over_dglu" % name] = med["dglu_" + name] / med["dglu"]
     except Exception as e:  # noqa: BLE001 - record and go on with the other cases
         result["errors"]["case"] = short_error(e)
@@ -263,7 +276,7 @@ def main():
                                      default=None),
         "check_failures": [r["name"] for r in results if not r.get("check", {}).get("ok", False)
                            or not r.get("dglu_check", {}).get("ok", False)
-                           or not all(c["bitwise_equal"] for c in r.get("alt_checks", {}).values())],
+                           or not all(c["ok"] for c in r.get("alt_checks", {}).values())],
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
     }
     with open(os.path.join(opts.out, "glu.json"), "w") as f:
@@ -290,10 +303,13 @@ def main():
     for name, _ in opts.alt_libs:
         for r in results:
             if "ratios" in r:
-                c = r["alt_checks"][name]
-                print("%-18s dglu_%s / dglu %.3f  (%s; %s)" % (
-                    r["name"], name, r["ratios"]["dglu_%s_over_dglu" % name], c["kernel"],
-                    "bitwise equal" if c["bitwise_equal"] else "NOT bitwise equal"))
+                c, q = r["alt_checks"][name], r["ratios"]
+                print("%-18s glu_%s / glu %.3f, dglu_%s / dglu %.3f; outputs %s (rel err %.1e; glu bits %s, "
+                      "dglu bits %s)" % (
+                          r["name"], name, q["glu_%s_over_glu" % name], name, q["dglu_%s_over_dglu" % name],
+                          "ok" if c["ok"] else "FAILED", c["rel_err"],
+                          "equal" if c["glu_bitwise_equal"] else "differ",
+                          "equal" if c["dglu_bitwise_equal"] else "differ"))
     if summary["check_failures"]:
         print("FAILED checks: " + ", ".join(summary["check_failures"]))
     return 1 if summary["check_failures"] or summary["cases_with_errors"] else 0
