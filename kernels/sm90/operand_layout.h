@@ -1,6 +1,7 @@
 // Where the SM90 kernel keeps a stage's B tile in shared memory, and the wgmma descriptors of its
-// k16 slices, for either weight layout, and of the A tile's. Pure and __host__ __device__, so the CPU tests check the
-// descriptors against the PTX ISA's canonical layouts (tests/host/test_wgmma_descriptor.cpp).
+// k16 slices, for either weight layout, and of the A tile's. Pure and __host__ __device__, so the
+// CPU tests check the descriptors against the PTX ISA's canonical layouts
+// (tests/host/test_wgmma_descriptor.cpp).
 //
 // Both layouts use the 128-byte swizzle that TMA writes (8 rows of 128 bytes repeat the pattern)
 // on tiles aligned to 1024 bytes.
@@ -34,9 +35,11 @@ constexpr uint32_t kKMajorSliceBytes = 32;
 template <int kWeightLayout>
 constexpr uint32_t kBSliceBytes = kWeightLayout == kKMajor ? kKMajorSliceBytes : 16 * kSwizzleRowBytes;
 
-// The descriptor of k16 slice 0 of a stage's A tile (K-major) at shared address `a_base`.
-GGEMM_HD uint64_t a_descriptor(uint32_t a_base) {
-    return ptx::wgmma_smem_desc(a_base, 0, kSwizzleAtomRows * kSwizzleRowBytes, ptx::WgmmaSwizzle::k128B);
+// The descriptor of a K-major operand's k16 slice at shared address `address`: A's slice 0 at a
+// stage's A tile, and K-major B's slices (the leading offset is unused for swizzled K-major
+// layouts).
+GGEMM_HD uint64_t a_descriptor(uint32_t address) {
+    return ptx::wgmma_smem_desc(address, 0, kSwizzleAtomRows * kSwizzleRowBytes, ptx::WgmmaSwizzle::k128B);
 }
 
 // The descriptor of k16 slice `slice` (0-3) of a stage's B tile at shared address `b_base`.
@@ -45,8 +48,7 @@ GGEMM_HD uint64_t b_slice_descriptor(uint32_t b_base, int slice) {
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     const uint32_t address = b_base + static_cast<uint32_t>(slice) * kBSliceBytes<kWeightLayout>;
     if constexpr (kWeightLayout == kKMajor) {
-        // Leading offset unused for swizzled K-major layouts.
-        return ptx::wgmma_smem_desc(address, 0, kSwizzleAtomRows * kSwizzleRowBytes, ptx::WgmmaSwizzle::k128B);
+        return a_descriptor(address);
     } else {
         return ptx::wgmma_smem_desc(address, /*leading: next 64 columns of N*/ kNMajorBoxBytes,
                                     /*stride: next 8 rows of K*/ kSwizzleAtomRows * kSwizzleRowBytes,
