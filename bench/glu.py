@@ -16,7 +16,9 @@ width, in interleaved 32-column gate/up blocks):
      d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
 With --alt-lib NAME=PATH (repeatable), the fused GLU forward and the dGLU of another build of
 libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME, each output checked against
-this library's (the same reference bound; bitwise equality reported).
+this library's (the same reference bound; bitwise equality reported). With --alt-kernel
+NAME=PREFIX (repeatable), this library's GLU forward and dGLU restricted to kernels whose name
+starts with PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made.
 Writes glu.json into --out and prints a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
   mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10).
@@ -32,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import ggemm_ctypes as gg  # noqa: E402
-from peers import load_cases, rel_error, short_error, time_ops  # noqa: E402
+from peers import forced_kernel, load_cases, rel_error, short_error, time_ops  # noqa: E402
 
 CHECK_TOLERANCE = 1e-2
 MAX_SETS = 16
@@ -50,15 +52,21 @@ def parse_args():
     p.add_argument("--lead-cycles", type=int, default=200000)
     p.add_argument("--out", default="out", help="output folder")
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
-                   help="also time this build's dGLU in the same rounds (repeatable)")
+                   help="also time this build's GLU forward and dGLU in the same rounds (repeatable)")
+    p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
+                   help="also time this library's GLU forward and dGLU restricted to kernels whose name "
+                        "starts with PREFIX (repeatable)")
     opts = p.parse_args()
-    opts.alt_libs = []
-    for spec in opts.alt_lib:
-        name, _, path = spec.partition("=")
-        if not name or not path:
-            sys.exit("glu.py: --alt-lib %s is not NAME=PATH" % spec)
-        opts.alt_libs.append((name, path))
+    opts.alt_libs = [named(spec, "--alt-lib", "PATH") for spec in opts.alt_lib]
+    opts.alt_kernels = [named(spec, "--alt-kernel", "PREFIX") for spec in opts.alt_kernel]
     return opts
+
+
+def named(spec, option, what):
+    name, _, value = spec.partition("=")
+    if not name or not value:
+        sys.exit("glu.py: %s %s is not NAME=%s" % (option, spec, what))
+    return name, value
 
 
 def swiglu_blocks(torch, pre):
@@ -213,6 +221,30 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             alt_ops.append(("dglu_" + name,
                             lambda s, p=dglu_alt, a=dglu_alt_args, w=dglu_alt_ws: p.execute(a[s], handle)))
 
+        # This library's GLU forward and dGLU on forced kernels, checked the same way.
+        for name, prefix in opts.alt_kernels:
+            for op, make, outputs in (
+                    ("glu", lambda: data.plan(torch, gg.ACTIVATION_SWIGLU), ((data.d_glu, d_glu),)),
+                    ("dglu", lambda: data.backward_plan(torch, True),
+                     ((data.d_pre, d_pre), (data.d_prob, d_prob)))):
+                try:
+                    with forced_kernel(prefix):
+                        alt_plan, alt_args, alt_ws = make()
+                except Exception as e:  # noqa: BLE001 - no such plan: reported, not timed
+                    result.setdefault("alt_kernel_refused", {})["%s_%s" % (op, name)] = short_error(e)
+                    continue
+                for out, _ in outputs:
+                    out.fill_(float("nan"))
+                alt_plan.execute(alt_args[0], handle)
+                torch.cuda.synchronize()
+                err = max(rel_error(out, ref.float()) for out, ref in outputs)
+                result.setdefault("alt_kernel_checks", {})["%s_%s" % (op, name)] = {
+                    "kernel": [x for x in alt_plan.describe().splitlines() if x.startswith("kernel:")][0][:90],
+                    "rel_err": err, "ok": bool(err <= CHECK_TOLERANCE),
+                    "bitwise_equal": all(bool(torch.equal(out, ref)) for out, ref in outputs)}
+                alt_ops.append(("%s_%s" % (op, name),
+                                lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
+
         act_out = torch.empty(data.m, data.n // 2, dtype=torch.bfloat16, device="cuda")
         ops = [
             ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
@@ -239,6 +271,9 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
         for name, _ in alt_libs:
             result["ratios"]["glu_%s_over_glu" % name] = med["glu_" + name] / med["glu"]
             result["ratios"]["dglu_%s_over_dglu" % name] = med["dglu_" + name] / med["dglu"]
+        for timed in result.get("alt_kernel_checks", {}):
+            op = timed.split("_", 1)[0]
+            result["ratios"]["%s_over_%s" % (timed, op)] = med[timed] / med[op]
     except Exception as e:  # noqa: BLE001 - record and go on with the other cases
         result["errors"]["case"] = short_error(e)
     finally:
@@ -276,7 +311,8 @@ def main():
                                      default=None),
         "check_failures": [r["name"] for r in results if not r.get("check", {}).get("ok", False)
                            or not r.get("dglu_check", {}).get("ok", False)
-                           or not all(c["ok"] for c in r.get("alt_checks", {}).values())],
+                           or not all(c["ok"] for c in r.get("alt_checks", {}).values())
+                           or not all(c["ok"] for c in r.get("alt_kernel_checks", {}).values())],
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
     }
     with open(os.path.join(opts.out, "glu.json"), "w") as f:
@@ -310,6 +346,15 @@ def main():
                           "ok" if c["ok"] else "FAILED", c["rel_err"],
                           "equal" if c["glu_bitwise_equal"] else "differ",
                           "equal" if c["dglu_bitwise_equal"] else "differ"))
+    for r in results:
+        for timed, c in r.get("alt_kernel_checks", {}).items():
+            op = timed.split("_", 1)[0]
+            if "ratios" in r:
+                print("%-18s %s / %s %.3f (%s); outputs %s (rel err %.1e; bits %s)" % (
+                    r["name"], timed, op, r["ratios"]["%s_over_%s" % (timed, op)], c["kernel"][8:60],
+                    "ok" if c["ok"] else "FAILED", c["rel_err"], "equal" if c["bitwise_equal"] else "differ"))
+        for timed, why in r.get("alt_kernel_refused", {}).items():
+            print("%-18s %s: no plan (%s)" % (r["name"], timed, why[:120]))
     if summary["check_failures"]:
         print("FAILED checks: " + ", ".join(summary["check_failures"]))
     return 1 if summary["check_failures"] or summary["cases_with_errors"] else 0
