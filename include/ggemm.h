@@ -237,8 +237,8 @@ typedef struct ggemm_args {
 
 #define GGEMM_ARGS_MIN_SIZE 104u /* device_status and valid_rows are optional */
 
-/* Valid rows (optional, SM90 only: an SM100 plan refuses them with GGEMM_ERROR_UNSUPPORTED_CONFIG,
- * and so does a dGLU plan, whose d_prob covers every row).
+/* Valid rows (optional: an SM100 CTA-pair plan, tile_m 256, refuses them with
+ * GGEMM_ERROR_UNSUPPORTED_CONFIG, and so does a dGLU plan, whose d_prob covers every row).
  * valid_rows[g], read on the device, is how many of the first rows of expert g's segment
  * [begin, end) hold tokens: rows [begin + valid_rows[g], end) are neither computed nor written
  * (their C and D keep whatever they held), and tiles wholly past the count are not run at all.

@@ -537,12 +537,13 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
                     "args->b is set but the plan uses %s and leave b NULL", mode);
     }
     // --- valid rows -------------------------------------------------------------------------
-    if (args.valid_rows != nullptr && plan.variant.arch != 90) {
+    if (args.valid_rows != nullptr && plan.variant.arch == 100 && plan.variant.cluster_m > 1) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
-                    "args->valid_rows is set but the plan runs the SM%d kernel (%s), which computes every "
-                    "row of each segment: valid-row counts are supported on SM90 only (docs/SM100.md); "
-                    "pass valid_rows = NULL",
-                    plan.variant.arch, plan.variant.name);
+                    "args->valid_rows is set but the plan runs an SM100 CTA-pair kernel (%s), whose work units "
+                    "are whole 256-row blocks of an expert: valid-row counts are supported by the SM90 kernels "
+                    "and the one-CTA SM100 kernels (docs/SM100.md); pass valid_rows = NULL, or plan with "
+                    "tile_m = 128",
+                    plan.variant.name);
     }
     if (args.valid_rows != nullptr && desc.glu_backward) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,

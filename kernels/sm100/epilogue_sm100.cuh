@@ -94,15 +94,15 @@ __device__ __forceinline__ void epilogue_quad(const EpilogueTile& t, int64_t row
     }
 }
 
-// Stores kRows x kEpilogueChunkCols staged accumulators (row pitch kEpiloguePitch floats) whose
-// top-left element is (row_begin, col_begin); staged_prob[r] holds prob[row_begin + r] (staged
-// once per tile by the caller, so this loop issues no dependent global loads). kThreads threads
-// take part; `thread` is this thread's index among them. A thread always stores the same
-// four-column quad, so its bias quad is loaded once per slice. Columns at or past N (the tile's
-// tail) are not stored.
+// Stores the first `rows` (at most kRows) of kRows x kEpilogueChunkCols staged accumulators (row
+// pitch kEpiloguePitch floats) whose top-left element is (row_begin, col_begin); staged_prob[r]
+// holds prob[row_begin + r] (staged once per tile by the caller, so this loop issues no dependent
+// global loads). kThreads threads take part; `thread` is this thread's index among them. A thread
+// always stores the same four-column quad, so its bias quad is loaded once per slice. Columns at
+// or past N (the tile's tail) and rows at or past `rows` (past a valid-row count) are not stored.
 template <int kRows, int kThreads>
 __device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* staged, const float* staged_prob,
-                                            int64_t row_begin, int32_t col_begin, int thread) {
+                                            int64_t row_begin, int rows, int32_t col_begin, int thread) {
     constexpr int kQuadsPerRow = kEpilogueChunkCols / 4;
     constexpr int kRowsPerPass = kThreads / kQuadsPerRow;
     static_assert(kThreads % kQuadsPerRow == 0 && kRows % kRowsPerPass == 0,
@@ -112,7 +112,7 @@ __device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* 
     if (col >= t.n) return;
     const float4 bias = t.bias != nullptr ? load_quad(t.bias, t.bias_dtype, col) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 1
-    for (int r = thread / kQuadsPerRow; r < kRows; r += kRowsPerPass) {
+    for (int r = thread / kQuadsPerRow; r < rows; r += kRowsPerPass) {
         const float4 acc = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + c);
         epilogue_quad(t, row_begin + r, col, acc, staged_prob[r], bias);
     }

@@ -194,12 +194,16 @@ __device__ __forceinline__ void publish_to_peer(TileCoord* slot, uint64_t* tile_
 // Then every producer streams its own A rows and its part of B into its stage ring.
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
-                                        const CUtensorMap* b_map, const KernelArgs& args, uint32_t rank) {
+                                        const CUtensorMap* b_map, const KernelArgs& args, uint32_t rank,
+                                        const int32_t* valid_rows) {
     constexpr bool kPair = Cfg::kCtaGroup == 2;
     const bool discrete = args.weight_mode == kDiscrete;
     const bool walker = rank == 0;
+    // Valid-row counts reach the one-CTA kernels only (execute refuses them with a pair, whose
+    // units need an even number of 128-row blocks per expert).
     GroupedTileScheduler<Cfg::kTileM, Cfg::kTileN> schedule(
-        s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM);
+        s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kGroupM,
+        kPair ? nullptr : valid_rows);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     const bool dynamic = args.scheduler == kDynamic;
     // Static rule: unit u goes to CTA (cluster) u % count. The grid is a multiple of the cluster.
@@ -366,6 +370,9 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
 
         const EpilogueTile et = epilogue_tile(args, tile.expert);
         const int64_t warp_row_begin = tile.row_begin + static_cast<int64_t>(lane_base);
+        // The warp's rows before the tile's valid-row end (all 32 without counts).
+        const int64_t valid = tile.row_end - warp_row_begin;
+        const int warp_rows = valid < 0 ? 0 : (valid > 32 ? 32 : static_cast<int>(valid));
         float* staged_prob = s.prob[warp];
         staged_prob[lane] = args.prob[warp_row_begin + lane];  // visible after the first __syncwarp
         const uint32_t taddr =
@@ -373,7 +380,8 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
 #pragma unroll 1
         for (int chunk = 0; chunk < Cfg::kTileN / Cfg::kEpilogueChunk; ++chunk) {
             const int32_t col_begin = tile.n_begin + chunk * Cfg::kEpilogueChunk;
-            if (col_begin >= args.n) break;  // N tail: same for the whole warp, as tcgen05.ld requires
+            // N tail, or no valid row: the same for the whole warp, as tcgen05.ld requires.
+            if (col_begin >= args.n || warp_rows == 0) break;
             uint32_t acc[Cfg::kEpilogueChunk];
             ptx::tmem_load_32x32b_x32(taddr + chunk * Cfg::kEpilogueChunk, acc);
             ptx::tmem_wait_load();
@@ -386,7 +394,7 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
                                 __uint_as_float(acc[c + 2]), __uint_as_float(acc[c + 3]));
             }
             __syncwarp();  // the slice is staged
-            store_chunk<32, 32>(et, staged, staged_prob, warp_row_begin, col_begin, lane);
+            store_chunk<32, 32>(et, staged, staged_prob, warp_row_begin, warp_rows, col_begin, lane);
             __syncwarp();  // the slice is read: the buffer may be reused
         }
         // Our tcgen05.ld are complete (waited); order them before the arrival that lets the MMA
@@ -448,8 +456,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         ptx::tma_prefetch_map(&a_map);
         if (args.weight_mode == kDense) ptx::tma_prefetch_map(&b_map);
     }
-    // Every role walks the experts: keep the offsets in shared memory.
-    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
+    // Every role walks the experts: keep the offsets, and the valid-row counts where both fit, in
+    // shared memory (the counts after the offsets; else the scheduler reads them from global
+    // memory, once per expert it visits).
+    const bool shared_counts = args.valid_rows != nullptr && 2 * args.num_experts <= Cfg::kMaxExperts;
+    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) {
+        s.offsets[g] = args.padded_offsets[g];
+        if (shared_counts) s.offsets[args.num_experts + g] = args.valid_rows[g];
+    }
+    const int32_t* valid_rows = shared_counts ? s.offsets + args.num_experts : args.valid_rows;
     // The TMEM address was written by the tensor-core side: fence around the CTA barrier. A pair
     // syncs the cluster: the peer's loads, arrivals and tile stores target the leader's barriers
     // and ring (and the leader's the peer's), which must be initialized first.
@@ -462,15 +477,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     ptx::tcgen05_fence_after_thread_sync();
     const uint32_t tmem_base = s.tmem_base;
 
-    // One CTA reports bad offsets; the scheduler in every CTA skips the experts they touch.
+    // One CTA reports bad offsets and counts; the scheduler in every CTA skips the experts they
+    // touch and clamps the counts.
     if (blockIdx.x == 0 && args.device_status != nullptr) {
-        report_offsets<Cfg::kThreads>(s.offsets, nullptr, &s.status, args, thread);  // no counts: SM90 only
+        report_offsets<Cfg::kThreads>(s.offsets, valid_rows, &s.status, args, thread);
     }
 
     if (warp < Cfg::kEpilogueWarps) {
         drain<Cfg>(s, args, tmem_base);
     } else if (warp == Cfg::kProducerWarp) {
-        if (lane == 0) produce<Cfg>(s, &a_map, &b_map, args, rank);
+        if (lane == 0) produce<Cfg>(s, &a_map, &b_map, args, rank, valid_rows);
         __syncwarp();
     } else {
         if (lane == 0 && rank == 0) issue_mma<Cfg>(s, args, tmem_base);

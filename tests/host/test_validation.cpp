@@ -217,7 +217,9 @@ ggemm_args args_for(const ggemm_plan& plan) {
 
 }  // namespace
 
-TEST_CASE_FIXTURE(ExecuteFixture, "valid-row counts: any 4-byte aligned device array on SM90, refused on SM100") {
+TEST_CASE_FIXTURE(ExecuteFixture,
+                  "valid-row counts: any 4-byte aligned device array on SM90 and the one-CTA SM100 kernels, "
+                  "refused with an SM100 CTA pair") {
     const ggemm_plan plan = make_plan();
     REQUIRE(plan.variant.arch == 90);
     ggemm_args args = args_for(plan);
@@ -229,11 +231,25 @@ TEST_CASE_FIXTURE(ExecuteFixture, "valid-row counts: any 4-byte aligned device a
     ggemm_plan sm100;
     REQUIRE(ggemm::build_plan(valid_desc(), sm100_device(), list_of(variants), &sm100) == GGEMM_SUCCESS);
     REQUIRE(sm100.variant.arch == 100);
+    REQUIRE(sm100.variant.cluster_m == 1);
     args = args_for(sm100);
     CHECK(ggemm::validate_args(sm100, args, sm100.desc.m_capacity, 0, oracle) == GGEMM_SUCCESS);
     args.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice);
-    CHECK(ggemm::validate_args(sm100, args, sm100.desc.m_capacity, 0, oracle) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
-    CHECK_MESSAGE(message_contains("args->valid_rows is set but the plan runs the SM100 kernel"),
+    CHECK(ggemm::validate_args(sm100, args, sm100.desc.m_capacity, 0, oracle) == GGEMM_SUCCESS);
+
+    // A pair's work unit is two 128-row blocks of one expert: counts would leave odd ones.
+    std::vector<ggemm::KernelVariant> with_pair = variants;
+    with_pair.push_back(variant("sm100_256x256_c2", 100, 256, 256, 2));
+    ggemm_plan_desc pair_desc = valid_desc();
+    pair_desc.tile_m = 256;
+    ggemm_plan pair;
+    REQUIRE(ggemm::build_plan(pair_desc, sm100_device(), list_of(with_pair), &pair) == GGEMM_SUCCESS);
+    REQUIRE(pair.variant.cluster_m == 2);
+    args = args_for(pair);
+    CHECK(ggemm::validate_args(pair, args, pair.desc.m_capacity, 0, oracle) == GGEMM_SUCCESS);
+    args.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice);
+    CHECK(ggemm::validate_args(pair, args, pair.desc.m_capacity, 0, oracle) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK_MESSAGE(message_contains("args->valid_rows is set but the plan runs an SM100 CTA-pair kernel"),
                   std::string(ggemm::last_error()));
 }
 

@@ -167,7 +167,8 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
     or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing.
 
-    valid_rows: optional (L,) int32 per-expert valid-row counts (SM90 only): rows
+    valid_rows: optional (L,) int32 per-expert valid-row counts (not with an SM100 CTA-pair
+    plan): rows
     [begin_g + valid_rows[g], end_g) of each segment are not computed (counts outside [0, segment
     size] are clamped on the device). With zero_tail (the default) those rows of d and c are
     zeros, like the rows past the last offset; without it they are left undefined. The

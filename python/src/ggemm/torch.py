@@ -219,7 +219,8 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     (synchronizing; not allowed during CUDA-graph capture or torch.compile) and raises
     GgemmError on bad offsets or weight pointers (or clamped valid_rows counts).
 
-    valid_rows: optional (L,) int32 CUDA tensor of per-expert valid-row counts (SM90 only):
+    valid_rows: optional (L,) int32 CUDA tensor of per-expert valid-row counts (not with an
+    SM100 CTA-pair plan):
     rows [begin_g + valid_rows[g], end_g) of each segment are neither computed nor written (in
     d and c they hold whatever torch.empty left), tiles wholly past a count are not run. Counts
     outside [0, segment size] are clamped on the device (check_status reports them). The
