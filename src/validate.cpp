@@ -413,11 +413,12 @@ ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const Devic
                     weight_layout_name(desc.weight_layout), desc.weight_layout, arch, desc.device, device.name,
                     arch, weight_layout_name(desc.weight_layout));
     }
-    if (desc.activation != GGEMM_ACTIVATION_NONE && arch != 90) {
+    if (desc.glu_backward && arch != 90) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
-                    "desc->activation = %s (%d) is not supported on SM%d (device %d, %s): the fused GLU runs "
-                    "on SM90 only; use GGEMM_ACTIVATION_NONE and apply the activation separately",
-                    activation_name(desc.activation), desc.activation, arch, desc.device, device.name);
+                    "desc->glu_backward = 1 is not supported on SM%d (device %d, %s): dGLU runs on SM90 only; "
+                    "compute the plain input gradient (glu_backward = 0, activation = GGEMM_ACTIVATION_NONE) and "
+                    "the activation's derivative separately",
+                    arch, desc.device, device.name);
     }
     status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
     if (status != GGEMM_SUCCESS) return status;

@@ -118,4 +118,25 @@ __device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* 
     }
 }
 
+// Stores the first `rows` (at most kRows) of kRows x kEpilogueChunkCols staged values, already
+// the contract's values in fp32 (a fused GLU's pre-activation or output), to `out`: row-major, n
+// columns of `dtype`, the top-left element at (row_begin, col_begin). Columns at or past n are
+// not stored. Threads and quads as store_chunk's.
+template <int kRows, int kThreads>
+__device__ __forceinline__ void store_values_chunk(void* out, int32_t dtype, int32_t n, const float* staged,
+                                                   int64_t row_begin, int rows, int32_t col_begin, int thread) {
+    constexpr int kQuadsPerRow = kEpilogueChunkCols / 4;
+    constexpr int kRowsPerPass = kThreads / kQuadsPerRow;
+    static_assert(kThreads % kQuadsPerRow == 0 && kRows % kRowsPerPass == 0,
+                  "every thread stores whole passes of the same column quad");
+    const int c = (thread % kQuadsPerRow) * 4;
+    const int32_t col = col_begin + c;
+    if (col >= n) return;
+#pragma unroll 1
+    for (int r = thread / kQuadsPerRow; r < rows; r += kRowsPerPass) {
+        const float4 v = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + c);
+        store_quad(out, dtype, (row_begin + r) * n + col, v);
+    }
+}
+
 }  // namespace ggemm::sm100

@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/glu.h"
 #include "kernels/common/offset_report.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/scheduler.h"
@@ -350,6 +351,70 @@ __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArg
 // [32 chunk, +32), one register per column. The warp stages the 32 x 32 slice in its own shared
 // buffer and hands it to store_chunk (epilogue_sm100.cuh), which stores whole row segments with vector
 // stores. Warps never wait for each other.
+// Stages one value per lane for each of 32 columns (lane = row) and stores them with
+// store_values_chunk; the warp's buffer is free again on return.
+__device__ __forceinline__ void store_row_values(const float (&values)[kEpilogueChunkCols], float* staged, void* out,
+                                                 int32_t dtype, int32_t n, int64_t row_begin, int rows,
+                                                 int32_t col_begin, int lane) {
+    float* my_row = staged + lane * kEpiloguePitch;
+#pragma unroll
+    for (int c = 0; c < kEpilogueChunkCols; c += 4) {
+        *reinterpret_cast<float4*>(my_row + c) = make_float4(values[c], values[c + 1], values[c + 2], values[c + 3]);
+    }
+    __syncwarp();  // the slice is staged
+    store_values_chunk<32, 32>(out, dtype, n, staged, row_begin, rows, col_begin, lane);
+    __syncwarp();  // and read
+}
+
+// A fused GLU's epilogue for the warp's 32 rows (lane = row), one 64-column block [gate 32 | up
+// 32] of the tile at a time: both halves come from TMEM into registers, the pre-activation
+// (C, when generated: M x N) and D = prob * act(gate, up) (M x N/2) are staged and stored 32
+// columns at a time. The arithmetic is the SM90 epilogue's (pre_activation_pair,
+// glu_output_pair): the same values from the same accumulators.
+template <class Cfg, int32_t kActivation>
+__device__ __forceinline__ void drain_glu(const EpilogueTile& et, uint32_t taddr, float* staged, float prob,
+                                          int64_t row_begin, int rows, int32_t n_begin, int lane) {
+    constexpr int kBlock = 2 * kGluBlockColumns;
+    static_assert(kGluBlockColumns == kEpilogueChunkCols, "a gate or up half is one tcgen05.ld chunk");
+    const bool bias = et.bias != nullptr;
+#pragma unroll 1
+    for (int block = 0; block < Cfg::kTileN / kBlock; ++block) {
+        const int32_t gate_col = n_begin + block * kBlock;
+        if (gate_col >= et.n) break;  // N is a multiple of 64: the tail holds whole blocks only
+        uint32_t gate_acc[kGluBlockColumns], up_acc[kGluBlockColumns];
+        ptx::tmem_load_32x32b_x32(taddr + block * kBlock, gate_acc);
+        ptx::tmem_load_32x32b_x32(taddr + block * kBlock + kGluBlockColumns, up_acc);
+        ptx::tmem_wait_load();
+        ptx::tmem_hold_registers(gate_acc);
+        ptx::tmem_hold_registers(up_acc);
+        float gate[kGluBlockColumns], up[kGluBlockColumns];
+#pragma unroll
+        for (int c = 0; c < kGluBlockColumns; c += 4) {
+            const float4 gate_bias = bias ? load_quad(et.bias, et.bias_dtype, gate_col + c) : make_float4(0, 0, 0, 0);
+            const float4 up_bias =
+                bias ? load_quad(et.bias, et.bias_dtype, gate_col + kGluBlockColumns + c) : make_float4(0, 0, 0, 0);
+            const float gb[4] = {gate_bias.x, gate_bias.y, gate_bias.z, gate_bias.w};
+            const float ub[4] = {up_bias.x, up_bias.y, up_bias.z, up_bias.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const float g = __uint_as_float(gate_acc[c + q]), u = __uint_as_float(up_acc[c + q]);
+                gate[c + q] = bias ? biased_pre_activation(et.alpha, g, gb[q]) : scaled_value(et.alpha, g);
+                up[c + q] = bias ? biased_pre_activation(et.alpha, u, ub[q]) : scaled_value(et.alpha, u);
+            }
+        }
+        if (et.c != nullptr) {
+            store_row_values(gate, staged, et.c, et.c_dtype, et.n, row_begin, rows, gate_col, lane);
+            store_row_values(up, staged, et.c, et.c_dtype, et.n, row_begin, rows, gate_col + kGluBlockColumns, lane);
+        }
+        float out[kGluBlockColumns];
+#pragma unroll
+        for (int c = 0; c < kGluBlockColumns; ++c) {
+            out[c] = __fmul_rn(prob, glu_activation<kActivation>(gate[c], up[c], et.glu));
+        }
+        store_row_values(out, staged, et.d, et.d_dtype, et.n / 2, row_begin, rows, gate_col / 2, lane);
+    }
+}
+
 template <class Cfg>
 __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& args, uint32_t tmem_base) {
     const int warp = threadIdx.x / 32;
@@ -377,8 +442,18 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
         staged_prob[lane] = args.prob[warp_row_begin + lane];  // visible after the first __syncwarp
         const uint32_t taddr =
             tmem_address(tmem_base, lane_base, accumulator_column(buffer, Cfg::kTileN));
+        if (et.activation != kActivationNone && warp_rows > 0) {
+            if (et.activation == kActivationSwiglu) {
+                drain_glu<Cfg, kActivationSwiglu>(et, taddr, staged, staged_prob[lane], warp_row_begin, warp_rows,
+                                                  tile.n_begin, lane);
+            } else {
+                drain_glu<Cfg, kActivationClampedGeglu>(et, taddr, staged, staged_prob[lane], warp_row_begin,
+                                                        warp_rows, tile.n_begin, lane);
+            }
+        }
 #pragma unroll 1
         for (int chunk = 0; chunk < Cfg::kTileN / Cfg::kEpilogueChunk; ++chunk) {
+            if (et.activation != kActivationNone) break;  // drained above
             const int32_t col_begin = tile.n_begin + chunk * Cfg::kEpilogueChunk;
             // N tail, or no valid row: the same for the whole warp, as tcgen05.ld requires.
             if (col_begin >= args.n || warp_rows == 0) break;

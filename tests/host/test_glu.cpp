@@ -139,14 +139,15 @@ TEST_CASE("glu: refusals name the field, the value and the rule") {
     desc.glu_scale = desc.glu_limit = desc.glu_offset = 0.0f;
     CHECK(ggemm::validate_desc_fields(desc) == GGEMM_SUCCESS);
 
-    // SM100 has no fused GLU.
+    // SM100 fuses the GLU forward, not dGLU.
     const std::vector<ggemm::KernelVariant> variants = output_variants();
     ggemm_plan plan;
     desc = glu_desc(GGEMM_ACTIVATION_SWIGLU);
-    CHECK(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
-    CHECK(message_contains("desc->activation = SwiGLU (1) is not supported on SM100"));
-    desc.activation = GGEMM_ACTIVATION_NONE;
     CHECK(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(plan.variant.arch == 100);
+    desc.glu_backward = 1;
+    CHECK(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(message_contains("desc->glu_backward = 1 is not supported on SM100"));
 }
 
 TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that fuses the GLU, and describes it") {

@@ -5,7 +5,8 @@
 #   sm_100a  every grouped_gemm_sm100 kernel contains the tcgen05 MMA (UTCHMMA), the TMEM load
 #            (LDTM), TMEM allocation and release (UTCATOMSWS.FIND_AND_SET / UTCATOMSWS.AND), the
 #            MMA-completion commit to an mbarrier (UTCBAR), TMA loads (UTMALDG) and mbarrier waits
-#            (SYNCS.PHASECHK); no local memory (no LDL/STL, LOCAL:0, STACK:0). The one-CTA kernels
+#            (SYNCS.PHASECHK), the fused GLU's sigmoid (MUFU.EX2, MUFU.RCP); no local memory
+#            (no LDL/STL, LOCAL:0, STACK:0). The one-CTA kernels
 #            (Config<N, stages, 1>) use only the cta_group::1 forms; the CTA-pair kernels
 #            (Config<N, stages, 2>) only the cta_group::2 forms: UTCHMMA.2CTA,
 #            UTCBAR.2CTA.MULTICAST, UTCATOMSWS.2CTA.FIND_AND_SET, UTMALDG.xD.2CTA, and the cluster
@@ -193,7 +194,7 @@ sm90_nmajor="${sm90_config}ELi1ELi[12]EE"
 sm90_single="${sm90_config}ELi[01]ELi1EE"
 sm90_cluster="${sm90_config}ELi[01]ELi2EE"
 if disassemble sm_100a; then
-    check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK'
+    check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK' 'MUFU\.EX2' 'MUFU\.RCP'
     check_kernels sm_100a "$sm100_single" \
         'UTCHMMA ' 'UTCATOMSWS\.FIND_AND_SET' 'UTCBAR ' 'UTMALDG\.[23]D '
     check_absent sm_100a "$sm100_single" '[A-Z0-9_.]*\.2CTA' 'UCGABAR'

@@ -313,7 +313,7 @@ def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, 
 
     activation "swiglu": act = silu(gate) * up; "geglu_clamped": g = min(gate, glu_limit),
     u = clamp(up, -glu_limit, glu_limit), act = (u + glu_offset) * g * sigmoid(glu_scale * g)
-    (defaults 1.702, 7, 1). SM90 only (the library refuses an activation on SM100). Refusals
+    (defaults 1.702, 7, 1). SM90 (the SM100 kernels have it too, never run). Refusals
     raise ValueError before anything is launched. No autograd: inputs that require grad are
     refused (use grouped_gemm and the activation in PyTorch to train)."""
     settings = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
