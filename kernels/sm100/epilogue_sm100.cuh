@@ -94,26 +94,37 @@ __device__ __forceinline__ void epilogue_quad(const EpilogueTile& t, int64_t row
     }
 }
 
+// The column quad that thread `thread` of kThreads stores in every row pass over a staged slice
+// kEpilogueChunkCols wide, and its first row (then every kRowsPerPass-th). A thread always
+// stores the same quad, so a per-column operand (bias) is loaded once per slice.
+template <int kRows, int kThreads>
+struct SliceQuad {
+    static constexpr int kQuadsPerRow = kEpilogueChunkCols / 4;
+    static constexpr int kRowsPerPass = kThreads / kQuadsPerRow;
+    static_assert(kThreads % kQuadsPerRow == 0 && kRows % kRowsPerPass == 0,
+                  "every thread stores whole passes of the same column quad");
+    int column;     // within the slice
+    int first_row;
+    __device__ __forceinline__ explicit SliceQuad(int thread)
+        : column((thread % kQuadsPerRow) * 4), first_row(thread / kQuadsPerRow) {}
+};
+
 // Stores the first `rows` (at most kRows) of kRows x kEpilogueChunkCols staged accumulators (row
 // pitch kEpiloguePitch floats) whose top-left element is (row_begin, col_begin); staged_prob[r]
 // holds prob[row_begin + r] (staged once per tile by the caller, so this loop issues no dependent
-// global loads). kThreads threads take part; `thread` is this thread's index among them. A thread
-// always stores the same four-column quad, so its bias quad is loaded once per slice. Columns at
-// or past N (the tile's tail) and rows at or past `rows` (past a valid-row count) are not stored.
+// global loads). kThreads threads take part; `thread` is this thread's index among them. Columns
+// at or past N (the tile's tail) and rows at or past `rows` (past a valid-row count) are not
+// stored.
 template <int kRows, int kThreads>
 __device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* staged, const float* staged_prob,
                                             int64_t row_begin, int rows, int32_t col_begin, int thread) {
-    constexpr int kQuadsPerRow = kEpilogueChunkCols / 4;
-    constexpr int kRowsPerPass = kThreads / kQuadsPerRow;
-    static_assert(kThreads % kQuadsPerRow == 0 && kRows % kRowsPerPass == 0,
-                  "every thread stores whole passes of the same column quad");
-    const int c = (thread % kQuadsPerRow) * 4;
-    const int32_t col = col_begin + c;
+    const SliceQuad<kRows, kThreads> quad(thread);
+    const int32_t col = col_begin + quad.column;
     if (col >= t.n) return;
     const float4 bias = t.bias != nullptr ? load_quad(t.bias, t.bias_dtype, col) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 1
-    for (int r = thread / kQuadsPerRow; r < rows; r += kRowsPerPass) {
-        const float4 acc = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + c);
+    for (int r = quad.first_row; r < rows; r += quad.kRowsPerPass) {
+        const float4 acc = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + quad.column);
         epilogue_quad(t, row_begin + r, col, acc, staged_prob[r], bias);
     }
 }
@@ -121,20 +132,16 @@ __device__ __forceinline__ void store_chunk(const EpilogueTile& t, const float* 
 // Stores the first `rows` (at most kRows) of kRows x kEpilogueChunkCols staged values, already
 // the contract's values in fp32 (a fused GLU's pre-activation or output), to `out`: row-major, n
 // columns of `dtype`, the top-left element at (row_begin, col_begin). Columns at or past n are
-// not stored. Threads and quads as store_chunk's.
+// not stored. Threads as store_chunk's.
 template <int kRows, int kThreads>
 __device__ __forceinline__ void store_values_chunk(void* out, int32_t dtype, int32_t n, const float* staged,
                                                    int64_t row_begin, int rows, int32_t col_begin, int thread) {
-    constexpr int kQuadsPerRow = kEpilogueChunkCols / 4;
-    constexpr int kRowsPerPass = kThreads / kQuadsPerRow;
-    static_assert(kThreads % kQuadsPerRow == 0 && kRows % kRowsPerPass == 0,
-                  "every thread stores whole passes of the same column quad");
-    const int c = (thread % kQuadsPerRow) * 4;
-    const int32_t col = col_begin + c;
+    const SliceQuad<kRows, kThreads> quad(thread);
+    const int32_t col = col_begin + quad.column;
     if (col >= n) return;
 #pragma unroll 1
-    for (int r = thread / kQuadsPerRow; r < rows; r += kRowsPerPass) {
-        const float4 v = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + c);
+    for (int r = quad.first_row; r < rows; r += quad.kRowsPerPass) {
+        const float4 v = *reinterpret_cast<const float4*>(staged + r * kEpiloguePitch + quad.column);
         store_quad(out, dtype, (row_begin + r) * n + col, v);
     }
 }
