@@ -11,7 +11,9 @@
 //
 // One CTA per SM, 6 warps:
 //   warps 0-3  epilogue: warp w drains TMEM lanes [32 (w % 4), +32) = rows of the tile, staging
-//              32 x 32 slices in its own shared buffer for store_chunk (epilogue_sm100.cuh)
+//              32 x 32 slices in its own shared buffer for store_chunk (epilogue_sm100.cuh), or
+//              with a fused GLU forward pairs of 32-column gate and up halves (drain_glu); rows
+//              past an expert's valid-row count are not stored
 //   warp 4     producer: one thread walks the tile schedule, publishes each tile to the other
 //              roles through a small ring, and streams A and B k-blocks into the stage ring
 //   warp 5     MMA: allocates TMEM; one thread issues tcgen05.mma (M = 128, cta_group::1) into
@@ -344,13 +346,6 @@ __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArg
 }
 
 // ---- epilogue: warps 0-3 -------------------------------------------------------------------------
-// Layout D (M = 128, cta_group::1): tile row r is TMEM lane r, tile column c is column
-// (buffer base + c). A pair (M = 256, cta_group::2) keeps the same per-CTA picture: the CTA's 128
-// rows of the 256 are lanes 0-127 of its own TMEM, tile_n columns. Warp w reads lanes
-// [32 w, 32 w + 32) with tcgen05.ld.32x32b.x32: thread t of the warp gets row 32 w + t, columns
-// [32 chunk, +32), one register per column. The warp stages the 32 x 32 slice in its own shared
-// buffer and hands it to store_chunk (epilogue_sm100.cuh), which stores whole row segments with vector
-// stores. Warps never wait for each other.
 // Stages one value per lane for each of 32 columns (lane = row) and stores them with
 // store_values_chunk; the warp's buffer is free again on return.
 __device__ __forceinline__ void store_row_values(const float (&values)[kEpilogueChunkCols], float* staged, void* out,
@@ -415,6 +410,14 @@ __device__ __forceinline__ void drain_glu(const EpilogueTile& et, uint32_t taddr
     }
 }
 
+// Layout D (M = 128, cta_group::1): tile row r is TMEM lane r, tile column c is column
+// (buffer base + c). A pair (M = 256, cta_group::2) keeps the same per-CTA picture: the CTA's 128
+// rows of the 256 are lanes 0-127 of its own TMEM, tile_n columns. Warp w reads lanes
+// [32 w, 32 w + 32) with tcgen05.ld.32x32b.x32: thread t of the warp gets row 32 w + t, columns
+// [32 chunk, +32), one register per column. The warp stages the 32 x 32 slice in its own shared
+// buffer and hands it to store_chunk (epilogue_sm100.cuh), which stores whole row segments with vector
+// stores; with a fused GLU, drain_glu takes the tile a 64-column block at a time instead. Warps
+// never wait for each other.
 template <class Cfg>
 __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& args, uint32_t tmem_base) {
     const int warp = threadIdx.x / 32;
