@@ -154,9 +154,9 @@ typedef struct ggemm_plan_desc {
 
 /* ---------------------------------------------------------------------------------------------
  * Fused GLU forward (desc->activation other than NONE; SM90, and SM100 compiled but never run).
- * N is the pre-activation width
- * and must be a multiple of 64. Its columns come in 64-column blocks, each a 32-column gate block
- * followed by a 32-column up block: for j = 0 .. N/64 - 1, with
+ * N is the pre-activation width and must be a multiple of 64. Its columns come in 64-column
+ * blocks, each a 32-column gate block followed by a 32-column up block: for j = 0 .. N/64 - 1,
+ * with
  *
  *   pre    = acc * alpha[g]  (+ bias[g][n])                fp32; the bias is not scaled by prob
  *   gate_j = pre[:, 64j .. 64j+31],  up_j = pre[:, 64j+32 .. 64j+63]

@@ -445,21 +445,20 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
         staged_prob[lane] = args.prob[warp_row_begin + lane];  // visible after the first __syncwarp
         const uint32_t taddr =
             tmem_address(tmem_base, lane_base, accumulator_column(buffer, Cfg::kTileN));
-        if (et.activation != kActivationNone && warp_rows > 0) {
-            if (et.activation == kActivationSwiglu) {
-                drain_glu<Cfg, kActivationSwiglu>(et, taddr, staged, staged_prob[lane], warp_row_begin, warp_rows,
-                                                  tile.n_begin, lane);
-            } else {
-                drain_glu<Cfg, kActivationClampedGeglu>(et, taddr, staged, staged_prob[lane], warp_row_begin,
-                                                        warp_rows, tile.n_begin, lane);
-            }
+        // A warp with no valid row loads and stores nothing (the same for the whole warp, as
+        // tcgen05.ld requires); a fused GLU drains the tile by gate-and-up blocks instead of chunks.
+        if (warp_rows > 0 && et.activation == kActivationSwiglu) {
+            drain_glu<Cfg, kActivationSwiglu>(et, taddr, staged, staged_prob[lane], warp_row_begin, warp_rows,
+                                              tile.n_begin, lane);
+        } else if (warp_rows > 0 && et.activation == kActivationClampedGeglu) {
+            drain_glu<Cfg, kActivationClampedGeglu>(et, taddr, staged, staged_prob[lane], warp_row_begin,
+                                                    warp_rows, tile.n_begin, lane);
         }
+        const int chunks = et.activation == kActivationNone && warp_rows > 0 ? Cfg::kTileN / Cfg::kEpilogueChunk : 0;
 #pragma unroll 1
-        for (int chunk = 0; chunk < Cfg::kTileN / Cfg::kEpilogueChunk; ++chunk) {
-            if (et.activation != kActivationNone) break;  // drained above
+        for (int chunk = 0; chunk < chunks; ++chunk) {
             const int32_t col_begin = tile.n_begin + chunk * Cfg::kEpilogueChunk;
-            // N tail, or no valid row: the same for the whole warp, as tcgen05.ld requires.
-            if (col_begin >= args.n || warp_rows == 0) break;
+            if (col_begin >= args.n) break;  // N tail: the same for the whole warp
             uint32_t acc[Cfg::kEpilogueChunk];
             ptx::tmem_load_32x32b_x32(taddr + chunk * Cfg::kEpilogueChunk, acc);
             ptx::tmem_wait_load();
