@@ -5,16 +5,18 @@ For every case of bench/moe_shapes.json (a forward of M rows, N outputs, K input
 shape (L, N, K)), its input gradient dX = dY @ W_g: M rows, N' = K columns, K' = N. Timed in
 interleaved rounds (a random order each round), medians of event-timed runs, inputs rotated
 over several sets (bench/peers.py's method and helpers):
-  ggemm_nmajor  ggemm with b = W as N-major weights (weight_layout = N_MAJOR), bf16 D
-  ggemm_fwd     ggemm's K-major forward of the same M x N' x K' (weights (L, N', K')): the
-                kernel the N-major one should match
+  ggemm_nmajor  ggemm with b = W as N-major weights (weight_layout = N_MAJOR), bf16 D,
+                alpha = prob = NULL (dX = dY @ W_g, the peers' work)
+  ggemm_nmajor_ones  the same with arrays of ones for alpha and prob (the multiplications run)
+  ggemm_fwd     ggemm's K-major forward of the same M x N' x K' (weights (L, N', K'), alpha =
+                prob = NULL): the kernel the N-major one should match
   deepgemm_nn   DeepGEMM's m_grouped_bf16_gemm_nn_contiguous(dY, W, D, m_indices) (when
                 `import deep_gemm` works)
   grouped_mm    torch._grouped_mm(dY, W, offs=padded_offsets, out_dtype=bf16): W (L, N, K) is
                 the (L, K', N') operand it takes
   dense         torch.mm(dY, W_0): cuBLAS on the same M x N' x K', one expert's weight
-Checked first: ggemm_nmajor (prob = alpha = 1) against torch._grouped_mm (relative Frobenius
-error <= 1e-2, output poisoned first), and bitwise against ggemm_fwd on the transposed weights.
+Checked first: ggemm_nmajor against torch._grouped_mm (relative Frobenius error <= 1e-2, output
+poisoned first), and bitwise against ggemm_fwd on the transposed weights and ggemm_nmajor_ones.
 TFLOP/s = 2*M*N'*K' / median time. Writes backward.json into --out and prints a table.
 
     python3 bench/backward.py --lib build-gpu/libggemm.so --out out/backward
@@ -74,13 +76,14 @@ class DgradData:
         self.m_indices = torch.repeat_interleave(
             torch.arange(self.L, dtype=torch.int32, device=dev), torch.tensor(counts, device=dev))
         self.d = {name: torch.empty(self.m, self.n, dtype=bf16, device=dev)
-                  for name in ("ggemm_nmajor", "ggemm_fwd", "deepgemm_nn", "dense")}
+                  for name in ("ggemm_nmajor", "ggemm_nmajor_ones", "ggemm_fwd", "deepgemm_nn", "dense")}
 
 
 class GgemmDgrad:
-    """One ggemm plan (N-major on W, or K-major on its transpose) with args per input set."""
+    """One ggemm plan (N-major on W, or K-major on its transpose) with args per input set; alpha
+    and prob NULL, or arrays of ones with `ones`."""
 
-    def __init__(self, lib, torch, data, n_major):
+    def __init__(self, lib, torch, data, name, n_major, ones):
         self.plan = lib.plan(lib.plan_desc(
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
@@ -89,10 +92,10 @@ class GgemmDgrad:
         ws = self.plan.workspace_size()
         self.workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
         weights = data.w if n_major else data.w_t
-        out = data.d["ggemm_nmajor" if n_major else "ggemm_fwd"]
+        out = data.d[name]
         self.args = [lib.args(m=data.m, a=data.dy[s].data_ptr(), b=weights[s].data_ptr(),
-                              padded_offsets=data.offs.data_ptr(), alpha=data.ones_l.data_ptr(),
-                              prob=data.ones_m.data_ptr(), d=out.data_ptr(),
+                              padded_offsets=data.offs.data_ptr(), alpha=data.ones_l.data_ptr() if ones else None,
+                              prob=data.ones_m.data_ptr() if ones else None, d=out.data_ptr(),
                               workspace=self.workspace.data_ptr() if ws else None, workspace_size=ws)
                      for s in range(data.sets)]
 
@@ -105,9 +108,10 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
     result = {"name": data.name, "L": data.L, "M": data.m, "N": data.n, "K": data.k, "errors": {}}
     handle = stream.cuda_stream
     plans, ops = [], []
-    for name, n_major in (("ggemm_nmajor", True), ("ggemm_fwd", False)):
+    for name, n_major, ones in (("ggemm_nmajor", True, False), ("ggemm_nmajor_ones", True, True),
+                                ("ggemm_fwd", False, False)):
         try:
-            g = GgemmDgrad(lib, torch, data, n_major)
+            g = GgemmDgrad(lib, torch, data, name, n_major, ones)
             plans.append(g)
             result.setdefault("plans", {})[name] = g.description
             ops.append((name, lambda s, g=g: g.run(s, handle)))
@@ -136,11 +140,12 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
         ref = torch._grouped_mm(data.dy[0], data.w[0], offs=data.offs, out_dtype=torch.bfloat16)
         err = rel_error(data.d["ggemm_nmajor"], ref)
         result["check"] = {"rel_err": err, "ok": err <= CHECK_TOLERANCE}
-        if "ggemm_fwd" in names:
-            dict(ops)["ggemm_fwd"](0)
-            torch.cuda.synchronize()
-            result["check"]["bitwise_equal_to_k_major"] = bool(torch.equal(
-                data.d["ggemm_nmajor"].view(torch.int16), data.d["ggemm_fwd"].view(torch.int16)))
+        for other, key in (("ggemm_fwd", "bitwise_equal_to_k_major"), ("ggemm_nmajor_ones", "bitwise_equal_to_ones")):
+            if other in names:
+                dict(ops)[other](0)
+                torch.cuda.synchronize()
+                result["check"][key] = bool(torch.equal(
+                    data.d["ggemm_nmajor"].view(torch.int16), data.d[other].view(torch.int16)))
     try:
         samples = time_ops(torch, stream, ops, data.sets, opts.rounds, opts.warmup, opts.lead_cycles)
         med = {k: statistics.median(v) for k, v in samples.items()}
@@ -149,7 +154,7 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
     except Exception as e:  # noqa: BLE001
         result["errors"]["timing"] = short_error(e)
     t = result.get("tflops", {})
-    for peer in ("deepgemm_nn", "grouped_mm", "dense", "ggemm_fwd"):
+    for peer in ("deepgemm_nn", "grouped_mm", "dense", "ggemm_fwd", "ggemm_nmajor_ones"):
         if "ggemm_nmajor" in t and peer in t:
             result["ratio_" + peer] = t["ggemm_nmajor"] / t[peer]
     for g in plans:
@@ -192,18 +197,19 @@ def main():
                 json.dump({"meta": meta, "results": results}, f, indent=1)
     print("dgrad (TFLOP/s; ratios are ggemm N-major over the peer)")
     print("| case | M x N' x K' | ggemm N-major | ggemm K-major fwd | DeepGEMM nn | torch | dense "
-          "| / DeepGEMM | / torch | / K-major fwd | check | = K-major |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| / DeepGEMM | / torch | / K-major fwd | / ones | check | = K-major | = ones |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     failures = 0
     for r in results:
         t, check = r.get("tflops", {}), r.get("check", {})
         failures += not check.get("ok", False)
-        print("| %s | %s x %s x %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s x %s x %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"], r.get("M"), r.get("N"), r.get("K"), fmt(t.get("ggemm_nmajor"), ".0f"),
             fmt(t.get("ggemm_fwd"), ".0f"), fmt(t.get("deepgemm_nn"), ".0f"), fmt(t.get("grouped_mm"), ".0f"),
             fmt(t.get("dense"), ".0f"), fmt(r.get("ratio_deepgemm_nn"), ".3f"),
             fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_ggemm_fwd"), ".3f"),
-            fmt(check.get("rel_err"), ".1e"), check.get("bitwise_equal_to_k_major", "-")))
+            fmt(r.get("ratio_ggemm_nmajor_ones"), ".3f"), fmt(check.get("rel_err"), ".1e"),
+            check.get("bitwise_equal_to_k_major", "-"), check.get("bitwise_equal_to_ones", "-")))
         for name, error in r.get("errors", {}).items():
             print("  %s: %s: %s" % (r["name"], name, error))
     return 1 if failures else 0

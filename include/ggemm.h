@@ -223,8 +223,8 @@ typedef struct ggemm_args {
     const void* b;                 /* dense: L x N x K bf16 (N-major: L x K x N); NULL in discrete mode */
     const uint64_t* b_ptrs;        /* discrete: L device pointers to N x K bf16 (N-major: K x N); NULL in dense mode */
     const int32_t* padded_offsets; /* L int32 cumulative row ends */
-    const float* alpha;            /* L fp32 */
-    const float* prob;             /* M fp32 */
+    const float* alpha;            /* L fp32, or NULL: every alpha is 1 */
+    const float* prob;             /* M fp32, or NULL: every prob is 1 */
     const void* bias;              /* L x N, the plan's bias dtype; NULL iff the plan has no bias */
     void* c;                       /* M x N, c_dtype; may be NULL when generate_c is 0 */
     void* d;                       /* M x N, d_dtype (M x N/2 with an activation) */

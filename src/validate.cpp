@@ -485,8 +485,7 @@ ggemm_status_t validate_args_fields(const ggemm_plan& plan, const ggemm_args& ar
     if (status != GGEMM_SUCCESS) return status;
     // --- required pointers ----------------------------------------------------------------
     const PointerRule required[] = {
-        {"a", args.a, 0}, {"padded_offsets", args.padded_offsets, 0},
-        {"alpha", args.alpha, 0}, {"prob", args.prob, 0}, {"d", args.d, 0},
+        {"a", args.a, 0}, {"padded_offsets", args.padded_offsets, 0}, {"d", args.d, 0},
     };
     for (const PointerRule& rule : required) {
         if (rule.pointer == nullptr) {

@@ -20,8 +20,8 @@ namespace ggemm {
 
 // Per-tile constants of the epilogue.
 struct EpilogueTile {
-    float alpha;          // alpha[expert]
-    const float* alpha_at;  // &alpha[expert]
+    float alpha;          // alpha[expert] (1 without alpha)
+    const float* alpha_at;  // &alpha[expert], or nullptr without alpha
     const void* bias;     // this expert's bias row (bias + expert * N), or nullptr
     void* c;              // nullptr when C is not generated
     void* d;
@@ -41,8 +41,8 @@ struct EpilogueTile {
 
 __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
     EpilogueTile t;
-    t.alpha_at = args.alpha + expert;
-    t.alpha = *t.alpha_at;
+    t.alpha_at = args.alpha != nullptr ? args.alpha + expert : nullptr;
+    t.alpha = t.alpha_at != nullptr ? *t.alpha_at : 1.f;
     t.bias = nullptr;
     if (args.bias != nullptr) {
         const int64_t elem = dtype_bytes(args.bias_dtype);
@@ -70,14 +70,21 @@ __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, in
 // load before the tile's first wgmma could issue.
 template <class Epilogue>
 __device__ __forceinline__ Epilogue after_main_loop(Epilogue e) {
-    e.t.alpha = ptx::ld_global_in_place(e.t.alpha_at);
+    e.t.alpha = e.t.alpha_at != nullptr ? ptx::ld_global_in_place(e.t.alpha_at) : 1.f;
     return e;
+}
+
+// prob[row]; 1 without prob (a NULL args.prob: every row's prob is 1).
+__device__ __forceinline__ float prob_of(const float* prob, int64_t row) {
+    return prob != nullptr ? prob[row] : 1.f;
 }
 
 // Which of the contract's values an output takes: with bias, C and D both take v; without, C
 // takes g and D takes g * prob. With a gated activation C takes the pre-activation: g, or
-// with bias pre = fma(acc, alpha, bias) (the bias not scaled by prob).
-enum class EpilogueValue { kBiased, kScaled, kScaledByProb, kBiasedPreActivation };
+// with bias pre = fma(acc, alpha, bias) (the bias not scaled by prob). kUnscaled: g * prob of a
+// call without alpha and prob (both 1), which is acc itself: x * 1 is x exactly, so skipping the
+// two multiplications gives the same bits.
+enum class EpilogueValue { kBiased, kScaled, kScaledByProb, kBiasedPreActivation, kUnscaled };
 
 // The contract's steps, one function each: v (with bias), g (without), and g * prob from g.
 __device__ __forceinline__ float biased_value(float alpha, float acc, float prob, float bias) {
@@ -98,6 +105,9 @@ __device__ __forceinline__ float contract_value(float alpha, float acc, float pr
     }
     if constexpr (kValue == EpilogueValue::kBiasedPreActivation) {
         return biased_pre_activation(alpha, acc, bias);
+    }
+    if constexpr (kValue == EpilogueValue::kUnscaled) {
+        return acc;
     }
     const float g = scaled_value(alpha, acc);
     if constexpr (kValue == EpilogueValue::kScaledByProb) {

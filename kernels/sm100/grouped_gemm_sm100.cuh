@@ -442,7 +442,7 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
         const int64_t valid = tile.row_end - warp_row_begin;
         const int warp_rows = valid < 0 ? 0 : (valid > 32 ? 32 : static_cast<int>(valid));
         float* staged_prob = s.prob[warp];
-        staged_prob[lane] = args.prob[warp_row_begin + lane];  // visible after the first __syncwarp
+        staged_prob[lane] = prob_of(args.prob, warp_row_begin + lane);  // visible after the first __syncwarp
         const uint32_t taddr =
             tmem_address(tmem_base, lane_base, accumulator_column(buffer, Cfg::kTileN));
         // A warp with no valid row loads and stores nothing (the same for the whole warp, as

@@ -415,9 +415,18 @@ __device__ __forceinline__ void skip_main_loop(SharedStorage<Cfg>& s, int32_t k_
     }
 }
 
-// One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh); kPlain:
-// the call's epilogue is a bf16 D without C, bias or activation (compute's plain copy).
-template <bool kPlain>
+// The copies of the math warpgroups' tile loop (compute): kGeneral serves every epilogue; kPlain a
+// call whose epilogue is D = g * prob alone (no C, bias or activation; a bf16 D for the warp-store
+// kernels); kPlainUnscaled such a call without alpha and prob, whose D is the accumulator itself.
+enum class TileLoop { kGeneral, kPlain, kPlainUnscaled };
+
+// The value a plain copy's D takes.
+constexpr EpilogueValue plain_value(TileLoop loop) {
+    return loop == TileLoop::kPlainUnscaled ? EpilogueValue::kUnscaled : EpilogueValue::kScaledByProb;
+}
+
+// One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh).
+template <TileLoop kLoop>
 struct WarpStoreOutput {
     static constexpr bool kLoadsDuringMainLoop = false;
     FragmentEpilogue epilogue;
@@ -427,8 +436,8 @@ struct WarpStoreOutput {
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
         const FragmentEpilogue e = after_main_loop(epilogue);
-        if constexpr (kPlain) {
-            store_output<__nv_bfloat16, EpilogueValue::kScaledByProb, kWidth>(e, e.t.d, acc, e.t.n);
+        if constexpr (kLoop != TileLoop::kGeneral) {
+            store_output<__nv_bfloat16, plain_value(kLoop), kWidth>(e, e.t.d, acc, e.t.n);
         } else {
             begin_epilogue(e, bias_pair);
             store_tile<kWidth>(e, acc);
@@ -444,8 +453,8 @@ struct WarpStoreOutput {
 };
 
 // One warpgroup's output of a tile through TMA stores (tma_store_epilogue_sm90.cuh); kGlu: with
-// the fused GLU forward; kPlain: the call has no bias and no activation (compute's plain copy).
-template <int kStoreAtoms, bool kGlu, bool kPlain>
+// the fused GLU forward.
+template <int kStoreAtoms, bool kGlu, TileLoop kLoop>
 struct TmaStoreOutput {
     static constexpr bool kLoadsDuringMainLoop = false;
     TmaStoreEpilogue epilogue;
@@ -453,9 +462,9 @@ struct TmaStoreOutput {
     __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
-        if constexpr (kPlain) {
-            store_passes<EpilogueValue::kScaledByProb, float, kActivationNone, kWidth, kStoreAtoms>(
-                after_main_loop(epilogue), acc);
+        if constexpr (kLoop != TileLoop::kGeneral) {
+            store_passes<plain_value(kLoop), float, kActivationNone, kWidth, kStoreAtoms>(after_main_loop(epilogue),
+                                                                                           acc);
         } else {
             store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop(epilogue), acc);
         }
@@ -487,17 +496,19 @@ __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t 
 
 // The per-tile epilogue state of one warpgroup, in the variant's output design. Its global reads
 // are issued when the tile starts, so their latency hides behind the main loop.
-template <class Cfg, bool kPlain>
+template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                             const CUtensorMap* pre_map, uint32_t pre_parity, const TileCoord& tile,
                                             int warpgroup, int lane) {
     const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
     const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
-    const float2 prob = make_float2(args.prob[prob_row], args.prob[prob_row + 8]);
+    constexpr bool kScaled = kLoop != TileLoop::kPlainUnscaled;
+    const float2 prob = kScaled ? make_float2(prob_of(args.prob, prob_row), prob_of(args.prob, prob_row + 8))
+                                : make_float2(1.f, 1.f);
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
-        WarpStoreOutput<kPlain> out;
+        WarpStoreOutput<kLoop> out;
         out.epilogue.t = epilogue_tile(args, tile.expert);
-        ptx::prefetch_global_l1(out.epilogue.t.alpha_at);  // after_main_loop loads it
+        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(out.epilogue.t.alpha_at);  // after_main_loop loads it
         out.epilogue.row_begin = row_begin;
         out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         out.epilogue.n_begin = tile.n_begin;
@@ -505,15 +516,16 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         out.epilogue.bias_addr = ptx::smem_addr(s.output.bias[warpgroup]);
         out.epilogue.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
         out.epilogue.prob = prob;
-        out.bias_pair = kPlain ? make_float2(0.f, 0.f) : load_bias_pair<Cfg::kTileN>(out.epilogue.t, tile.n_begin);
-        if constexpr (Cfg::kFusedGlu && !kPlain) {
+        out.bias_pair = kLoop != TileLoop::kGeneral ? make_float2(0.f, 0.f)
+                                                    : load_bias_pair<Cfg::kTileN>(out.epilogue.t, tile.n_begin);
+        if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (out.epilogue.t.glu_backward) prefetch_pre_tile<Cfg::kTileN>(out.epilogue.t, prob_row, tile.n_begin, lane);
         }
         return out;
     } else {
         TmaStoreEpilogue e;
         e.t = epilogue_tile(args, tile.expert);
-        ptx::prefetch_global_l1(e.t.alpha_at);  // after_main_loop loads it
+        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(e.t.alpha_at);  // after_main_loop loads it
         e.prob = prob;
         e.buffer = s.output.d_tile[warpgroup];
         e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
@@ -531,7 +543,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
             out.epilogue.width = tile.n_width;
             return out;
         } else {
-            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kPlain> out;
+            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop> out;
             out.epilogue = e;
             return out;
         }
@@ -629,7 +641,7 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     }
 }
 
-template <class Cfg, bool kPlain>
+template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
                                               const CUtensorMap* d_map, const CUtensorMap* pre_map, int warpgroup) {
     const int lane = threadIdx.x % 32;
@@ -648,7 +660,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg, kPlain>(s, args, d_map, pre_map, pre_tiles & 1, tile, warpgroup, lane);
+        const auto output = make_output<Cfg, kLoop>(s, args, d_map, pre_map, pre_tiles & 1, tile, warpgroup, lane);
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -660,7 +672,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
 
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns; a tile
         // narrower than a piece is never cut).
-        const bool fused = Cfg::kFusedGlu && !kPlain && args.activation != kActivationNone;
+        const bool fused = Cfg::kFusedGlu && kLoop == TileLoop::kGeneral && args.activation != kActivationNone;
         bool finished = false;
         if (Cfg::kTileN < kPieceColumns || tile.n_width == Cfg::kTileN) {
             finished = run_tile<Cfg, Cfg::kTileN>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
@@ -677,7 +689,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
                                                     phase, fused);
         }
-        if constexpr (Cfg::kFusedGlu && !kPlain) {
+        if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
         }
         if constexpr (Cfg::kTmaStoreDglu) {
@@ -694,19 +706,25 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
 // per call, in which no tile branches over dtypes, bias or activations. A call of one or two
 // tiles per SM waits on the instruction fetches of the code its path runs through, and the
 // general loop's path jumps over the other epilogues' code between its main loop and its stores.
-// (dGLU's kernels through TMA serve dGLU only: one copy.)
+// Without alpha and prob the plain copy skips the two multiplications per element, which sit
+// between a tile's last wgmma and the next tile's first. (dGLU's kernels through TMA serve dGLU
+// only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                         const CUtensorMap* pre_map, int warpgroup) {
     if constexpr (!Cfg::kTmaStoreDglu) {
         const bool plain_tile = args.bias == nullptr && args.activation == kActivationNone &&
                                 (Cfg::kOutput == Output::kTmaStore || (args.c == nullptr && args.d_dtype == kBF16));
+        if (plain_tile && args.alpha == nullptr && args.prob == nullptr) {
+            compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, pre_map, warpgroup);
+            return;
+        }
         if (plain_tile) {
-            compute_tiles<Cfg, true>(s, args, d_map, pre_map, warpgroup);
+            compute_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, pre_map, warpgroup);
             return;
         }
     }
-    compute_tiles<Cfg, false>(s, args, d_map, pre_map, warpgroup);
+    compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, warpgroup);
 }
 
 // The kernel's body; d_map is D's tensor map for the TMA-store output, pre_map the saved

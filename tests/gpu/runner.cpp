@@ -46,6 +46,7 @@ CaseBuffers::CaseBuffers(const HostCase& host_case, bool dense, bool discrete) {
     m_ = host_case.m;
     rows_allocated_ = host_case.m + kGuardRows;
     has_c_ = config.generate_c || config.c_buffer_when_unused;
+    pass_null(config.null_alpha, config.null_prob);
     const std::size_t rows = static_cast<std::size_t>(rows_allocated_);
     const std::size_t n = static_cast<std::size_t>(config.n);
     a_.allocate(host_case.a.size() * sizeof(uint16_t));
@@ -115,8 +116,8 @@ ggemm_args CaseBuffers::args(int32_t weight_mode) const {
         args.b_ptrs = b_ptrs_.as<const uint64_t>();
     }
     args.padded_offsets = offsets_.as<const int32_t>();
-    args.alpha = alpha_.as<const float>();
-    args.prob = prob_.as<const float>();
+    args.alpha = null_alpha_ ? nullptr : alpha_.as<const float>();
+    args.prob = null_prob_ ? nullptr : prob_.as<const float>();
     args.bias = bias_.get();
     args.c = has_c_ ? c_.get() : nullptr;
     args.d = d_.get();

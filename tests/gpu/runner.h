@@ -47,6 +47,8 @@ public:
     void upload_weight_pointers(const std::vector<uint64_t>& pointers);  // discrete: the b_ptrs contents
     void poison(cudaStream_t stream);        // C, D <- kPoisonByte; status <- kStatusSentinel
     void ensure_workspace(uint64_t bytes);
+    // Whether args() passes alpha and prob as NULL (from the case's config until changed here).
+    void pass_null(bool alpha, bool prob) { null_alpha_ = alpha; null_prob_ = prob; }
 
     ggemm_args args(int32_t weight_mode) const;  // everything for this case's M
     DeviceOutputs download() const;              // synchronous
@@ -61,6 +63,8 @@ private:
     int64_t m_ = 0;
     int64_t rows_allocated_ = 0;
     bool has_c_ = false;
+    bool null_alpha_ = false;
+    bool null_prob_ = false;
     DeviceBuffer a_, b_, offsets_, valid_rows_, alpha_, prob_, bias_, b_ptrs_;
     DeviceBuffer c_, d_, status_, workspace_;
     ExpertWeights expert_weights_;

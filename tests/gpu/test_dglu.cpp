@@ -67,8 +67,8 @@ DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const st
     args.a = a.get();
     args.b = b.get();
     args.padded_offsets = offsets.as<int32_t>();
-    args.alpha = alpha.as<float>();
-    args.prob = prob.as<float>();
+    args.alpha = config.null_alpha ? nullptr : alpha.as<float>();
+    args.prob = config.null_prob ? nullptr : prob.as<float>();
     args.d = d_pre.get();
     args.glu_pre = pre_buffer.get();
     args.d_prob = d_prob.as<float>();
@@ -334,5 +334,31 @@ TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
                                       GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9790, index++));
         dglu.base.max_tokens = 300;
         check_dglu_tma_case(dglu);
+    }
+}
+
+TEST_CASE("dglu: NULL alpha and prob, bitwise equal to arrays of ones") {
+    struct Nulls {
+        bool alpha, prob;
+    };
+    uint64_t seed = 17300;
+    for (const int32_t tile_n : {128, 192}) {  // 128: the kernels through TMA; 192: the math warps' stores
+        for (const Nulls nulls : {Nulls{true, true}, Nulls{true, false}, Nulls{false, true}}) {
+            DgluConfig dglu = dglu_config("dglu NULL scales", GGEMM_ACTIVATION_SWIGLU, 6, 512, 256, GGEMM_DTYPE_BF16,
+                                          GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, ++seed);
+            dglu.base.tile_n = tile_n;
+            dglu.base.null_alpha = nulls.alpha;
+            dglu.base.null_prob = nulls.prob;
+            check_dglu_case(dglu);
+            const DgluCase c = make_dglu_case(dglu);
+            HostCase with_ones = c.host_case;  // alpha and prob already all ones
+            with_ones.config.null_alpha = false;
+            with_ones.config.null_prob = false;
+            Stream stream;
+            const DgluOutputs null_run = run_dglu(dglu, c.host_case, c.pre, GGEMM_SCHEDULER_STATIC, stream);
+            const DgluOutputs ones_run = run_dglu(dglu, with_ones, c.pre, GGEMM_SCHEDULER_STATIC, stream);
+            CHECK_MESSAGE(null_run.d_pre == ones_run.d_pre, c.what << ": d_pre differs between NULL and ones");
+            CHECK_MESSAGE(null_run.d_prob == ones_run.d_prob, c.what << ": d_prob differs between NULL and ones");
+        }
     }
 }

@@ -403,3 +403,31 @@ TEST_CASE("sanitizer: fused GLU, small cases, dense and discrete, both activatio
         }
     }
 }
+
+TEST_CASE("fused GLU: NULL alpha and prob, bitwise equal to arrays of ones, warp and TMA stores") {
+    struct Nulls {
+        bool alpha, prob;
+    };
+    uint64_t seed = 17200;
+    for (const char* design : {"sm90_tma_wgmma_128x192x64_s5", "sm90_tmastore_halves_128x256x64_s4"}) {
+        for (const Nulls nulls : {Nulls{true, true}, Nulls{true, false}, Nulls{false, true}}) {
+            CaseConfig config = glu_config("glu NULL scales", GGEMM_ACTIVATION_SWIGLU, 6, 512, 200, GGEMM_DTYPE_BF16,
+                                           GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE, false, ++seed);
+            config.null_alpha = nulls.alpha;
+            config.null_prob = nulls.prob;
+            ScopedKernel kernel(design);
+            const HostCase host_case = make_case(config);
+            const GluExpectation e = expect_glu(host_case);
+            Stream stream;
+            CaseBuffers buffers(host_case, true, true);
+            std::string summary;
+            const DeviceOutputs with_null =
+                check_three_runs(host_case, e.problem, e.reference, buffers, stream, e.what, "", &summary);
+            buffers.pass_null(false, false);
+            const DeviceOutputs with_ones =
+                run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
+            same_bits(e.what + " " + design + ": NULL vs ones", with_null, with_ones);
+            MESSAGE(e.what << " " << design << ": " << summary << "; bitwise equal to arrays of ones");
+        }
+    }
+}

@@ -33,6 +33,8 @@ std::string describe(const CaseConfig& config) {
     if (config.tile_n != 0) text << " tile_n=" << config.tile_n;
     if (config.cluster_m != 0) text << " cluster_m=" << config.cluster_m;
     if (config.split_k != 0) text << " split_k=" << config.split_k;
+    if (config.null_alpha) text << " alpha=NULL";
+    if (config.null_prob) text << " prob=NULL";
     if (config.activation == GGEMM_ACTIVATION_SWIGLU) text << " SwiGLU";
     if (config.activation == GGEMM_ACTIVATION_CLAMPED_GEGLU) {
         text << " clamped-GeGLU(s=" << config.glu_scale << ",limit=" << config.glu_limit << ",offset=" << config.glu_offset
@@ -113,6 +115,9 @@ static void fill_inputs(HostCase& host_case, uint64_t seed) {
     fill_uniform(host_case.b.data(), host_case.b.size(), kDTypeBF16, -1.0f, 1.0f, mix_seed(seed, 3));
     fill_uniform(host_case.alpha.data(), experts, kDTypeFP32, 0.25f, 2.0f, mix_seed(seed, 4));
     fill_uniform(host_case.prob.data(), host_case.prob.size(), kDTypeFP32, 0.05f, 1.0f, mix_seed(seed, 5));
+    // What a NULL alpha or prob stands for.
+    if (config.null_alpha) std::fill(host_case.alpha.begin(), host_case.alpha.end(), 1.0f);
+    if (config.null_prob) std::fill(host_case.prob.begin(), host_case.prob.end(), 1.0f);
     if (config.bias_dtype != GGEMM_DTYPE_NONE) {
         const std::size_t count = experts * static_cast<std::size_t>(config.n);
         host_case.bias.resize(count * dtype_size(config.bias_dtype));

@@ -51,6 +51,8 @@ struct CaseConfig {
     int32_t weight_layout = GGEMM_WEIGHT_LAYOUT_K_MAJOR;  // how HostCase::b holds each B_g
     int32_t activation = GGEMM_ACTIVATION_NONE;  // fused GLU: D is M x N/2
     float glu_scale = 1.702f, glu_limit = 7.0f, glu_offset = 1.0f;  // clamped GeGLU's constants
+    bool null_alpha = false;        // pass args.alpha = NULL; the case's alpha is then all ones
+    bool null_prob = false;         // pass args.prob = NULL; the case's prob is then all ones
     uint64_t seed = 1;
 };
 
