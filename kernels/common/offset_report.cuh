@@ -10,10 +10,11 @@
 
 namespace ggemm {
 
-// Called by every thread of block 0 (kThreads of them) once `offsets` (the shared-memory copy of
-// padded_offsets) and `valid_rows` (the counts, or nullptr) are complete; `cta_status` is a shared word zeroed at barrier init. Dense
-// weights: this CTA alone writes the word, whole, so execute need not clear it first.
-// Discrete: execute cleared it and the map builder ORed in pointer bits.
+// Called by kThreads threads of block 0 (the whole block, or one warp when kThreads is 32), with
+// `thread` their index among them, once `offsets` (the shared-memory copy of padded_offsets) and
+// `valid_rows` (the counts, or nullptr) are complete; `cta_status` is a shared word zeroed at
+// barrier init. Dense weights: this CTA alone writes the word, whole, so execute need not clear
+// it first. Discrete: execute cleared it and the map builder ORed in pointer bits.
 template <int kThreads>
 __device__ __forceinline__ void report_offsets(const int32_t* offsets, const int32_t* valid_rows, uint32_t* cta_status,
                                                const KernelArgs& args, int thread) {
@@ -23,7 +24,11 @@ __device__ __forceinline__ void report_offsets(const int32_t* offsets, const int
         if (valid_rows != nullptr) bits |= valid_rows_status(begin, offsets[g], valid_rows[g], args.m);
         if (bits != 0) atomicOr(cta_status, bits);
     }
-    __syncthreads();
+    if constexpr (kThreads == 32) {
+        __syncwarp();
+    } else {
+        __syncthreads();
+    }
     if (thread == 0) {
         if (args.weight_mode == kDense) {
             *args.device_status = *cta_status;

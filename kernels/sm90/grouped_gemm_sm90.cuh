@@ -727,6 +727,37 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
     compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, warpgroup);
 }
 
+// The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
+// shared memory: at offsets + num_experts). Lane l loads expert l's before the block's barrier
+// (load_first_offsets) and stores it after (store_offsets), with every later expert's.
+struct FirstOffsets {
+    int32_t offset;
+    int32_t count;
+};
+
+__device__ __forceinline__ FirstOffsets load_first_offsets(const KernelArgs& args, bool shared_counts, int lane) {
+    FirstOffsets first{};
+    if (lane < args.num_experts) {
+        first.offset = args.padded_offsets[lane];
+        if (shared_counts) first.count = args.valid_rows[lane];
+    }
+    return first;
+}
+
+__device__ __forceinline__ void store_offsets(int32_t* offsets, FirstOffsets first, const KernelArgs& args,
+                                              bool shared_counts, int lane) {
+    const int32_t experts = args.num_experts;
+    if (lane < experts) {
+        offsets[lane] = first.offset;
+        if (shared_counts) offsets[experts + lane] = first.count;
+    }
+    for (int32_t g = lane + 32; g < experts; g += 32) {
+        offsets[g] = args.padded_offsets[g];
+        if (shared_counts) offsets[experts + g] = args.valid_rows[g];
+    }
+    __syncwarp();
+}
+
 // The kernel's body; d_map is D's tensor map for the TMA-store output, pre_map the saved
 // pre-activation's for dGLU through TMA (nullptr otherwise).
 template <class Cfg>
@@ -762,24 +793,19 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     if constexpr (Cfg::kOffsetCapacity < ggemm::kMaxExperts) {
         if (args.num_experts > Cfg::kOffsetCapacity) __trap();
     }
-    // Every role walks the experts: keep the offsets, and the counts where they fit too, in
-    // shared memory.
+    // The producer warp alone walks the experts: it keeps the offsets, and the counts where they
+    // fit too, in shared memory. It issues the loads of the first 32 experts' before the block's
+    // barrier and stores them after its register reallocation, so that the loads' latency
+    // overlaps both (a call of one tile per SM waits for it before its first operand load).
     const bool shared_counts = args.valid_rows != nullptr && 2 * args.num_experts <= Cfg::kOffsetCapacity;
-    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) {
-        s.offsets[g] = args.padded_offsets[g];
-        if (shared_counts) s.offsets[args.num_experts + g] = args.valid_rows[g];
-    }
+    const int lane = thread % 32;
+    FirstOffsets first{};
+    if (thread < 32) first = load_first_offsets(args, shared_counts, lane);
     __syncthreads();
     const int32_t* valid_rows = shared_counts ? s.offsets + args.num_experts : args.valid_rows;
     // The other CTA of a cluster multicasts into this one and arrives on its empty barriers: not
     // before they are initialised (fence_mbarrier_init releases them at cluster scope).
     if constexpr (Cfg::kClusterM > 1) ptx::cluster_sync();
-
-    // One CTA reports bad offsets and counts; the scheduler in every CTA skips the experts they
-    // touch and clamps the counts.
-    if (blockIdx.x == 0 && args.device_status != nullptr) {
-        report_offsets<Cfg::kThreads>(s.offsets, valid_rows, &s.status, args, thread);
-    }
 
     // Read through a shuffle so the compiler knows it is the same in every lane of a warp: the
     // branches on the tile's valid rows (run_tile) then stay warp-uniform, and the main loop
@@ -788,7 +814,15 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) produce<Cfg>(s, a_map, b_map, args, valid_rows);
+        if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) {
+            store_offsets(s.offsets, first, args, shared_counts, lane);
+            produce<Cfg>(s, a_map, b_map, args, valid_rows);
+            // One CTA reports bad offsets and counts, once its tiles are all handed out; the
+            // scheduler in every CTA skips the experts they touch and clamps the counts.
+            if (blockIdx.x == 0 && args.device_status != nullptr) {
+                report_offsets<32>(s.offsets, valid_rows, &s.status, args, lane);
+            }
+        }
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
         compute<Cfg>(s, args, d_map, pre_map, warpgroup - 1);
