@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "kernels/common/contract.h"
 #include "kernels/sm100/encodings.h"
 #include "src/variants.h"
 
@@ -398,4 +399,39 @@ TEST_CASE("sm100 variants: every registered kernel is a shape the encodings acce
         CHECK(static_cast<bool>(v.launch != nullptr));
     }
     CHECK(pairs >= 1);  // the cta_group::2 kernel is registered
+}
+
+TEST_CASE("sm100 variants: each configuration in both weight layouts, but the pair of 192 K-major only") {
+    int count = 0;
+    const ggemm::KernelVariant* variants = ggemm::sm100_variants(&count);
+    int n_major = 0;
+    for (int i = 0; i < count; ++i) {
+        const ggemm::KernelVariant& v = variants[i];
+        CAPTURE(v.name);
+        REQUIRE((v.weight_layout == ggemm::kKMajor || v.weight_layout == ggemm::kNMajor));
+        const bool is_n_major = v.weight_layout == ggemm::kNMajor;
+        const std::string name = v.name;
+        CHECK((name.size() > 7 && name.compare(name.size() - 7, 7, "_nmajor") == 0) == is_n_major);
+        const uint32_t cta_group = static_cast<uint32_t>(v.cluster_m);
+        if (!is_n_major) {
+            // Its N-major twin: the same tile, stages and shared memory, when the CTA's part of B
+            // is whole 64-column boxes.
+            const bool boxes = mnmajor_boxes_per_cta(v.tile_n, cta_group) != 0;
+            int twins = 0;
+            for (int j = 0; j < count; ++j) {
+                const ggemm::KernelVariant& t = variants[j];
+                twins += t.weight_layout == ggemm::kNMajor && t.tile_m == v.tile_m && t.tile_n == v.tile_n &&
+                         t.cluster_m == v.cluster_m && t.stages == v.stages && t.smem_bytes == v.smem_bytes &&
+                         name + "_nmajor" == t.name;
+            }
+            CHECK(twins == (boxes ? 1 : 0));
+            continue;
+        }
+        ++n_major;
+        CHECK(v.tile_n % 64 == 0);
+        CHECK(mnmajor_boxes_per_cta(v.tile_n, cta_group) != 0u);
+        CHECK(make_instr_desc_bf16_f32(v.tile_m, v.tile_n, cta_group, false, true) != 0u);
+    }
+    // 256, 192 and 128 on one CTA; 256 and 128 on a pair.
+    CHECK(n_major == 5);
 }
