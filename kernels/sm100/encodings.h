@@ -56,8 +56,9 @@ GGEMM_SM100_HD constexpr uint64_t make_smem_descriptor(uint32_t start_address,
            (static_cast<uint64_t>(static_cast<uint32_t>(swizzle) & 0x7u) << 61);
 }
 
-// The operand tiles of this kernel: bf16, K-major (rows of A and of B are contiguous along K),
-// BLOCK_K = 64 elements = 128 bytes per row, written by TMA with CU_TENSOR_MAP_SWIZZLE_128B.
+// The operand tiles of this kernel: bf16, A always K-major and B K-major for K-major weights
+// (rows contiguous along K, BLOCK_K = 64 elements = 128 bytes per row), written by TMA with
+// CU_TENSOR_MAP_SWIZZLE_128B. N-major weights: below.
 // One swizzle atom is 8 rows x 128 bytes = 1024 bytes (9.7.16.4.1 Table 41: the 128-byte pattern
 // repeats every 1024 bytes), atoms stacked along M/N.
 constexpr uint32_t kBlockK = 64;                      // bf16 elements per row per stage
@@ -90,6 +91,46 @@ GGEMM_SM100_HD constexpr uint64_t advance_k_step(uint64_t descriptor, uint32_t k
     return descriptor + descriptor_encode(k_step * kMmaKBytes);
 }
 
+// N-major B (B_g stored K x N, N contiguous), read MN-major: transpose-B set in the instruction
+// descriptor (Table 42, bit 16). TMA writes a stage's B tile as boxes of 64 N-columns (128 bytes,
+// the swizzle span) x 64 K-rows, with the 128-byte swizzle, one box after another along N: box b
+// at b * 8 KB, K-row r of a box at 128 r, column c of the box at 2 c before the swizzle.
+//
+// In units of 16 bytes (8 bf16), the MN-major 128-byte-swizzle canonical layout is
+// ((8, m), (8, k)) : ((1, LBO), (8, SBO)): 8 consecutive 16-byte chunks along N (one 128-byte
+// row), then the next 64 N-columns LBO bytes further; 8 K-rows 128 bytes apart, then the next
+// 8 K-rows SBO bytes further. 9.7.16.3 says the same in words, for the 128-bit-normalized matrix
+// whose rows run along MN and columns along K:
+//  - leading dimension byte offset (9.7.16.3.1.1, MN-major, swizzled layouts): "stride from the
+//    first (swizzle-byte-size/16) rows to the next (swizzle-byte-size/16) rows" = from one
+//    128/16 = 8 x 16 bytes = 64-column block of N to the next = the next TMA box, 8 KB;
+//  - stride dimension byte offset (9.7.16.3.2, MN-major, swizzled layout): "offset from the first
+//    8 columns to the next 8 columns" = from one group of 8 K-rows to the next = 8 x 128 bytes;
+//  - base offset 0: every box starts 1024-byte aligned (the stage is, and boxes are 8 KB).
+constexpr uint32_t kMnMajorBoxColumns = kSwizzleRowBytes / 2;                      // 64 bf16 of N
+constexpr uint32_t kMnMajorBoxBytes = kMnMajorBoxColumns * kBlockK * 2;           // 8192
+constexpr uint32_t kMnMajorSw128Lbo = kMnMajorBoxBytes;
+constexpr uint32_t kMnMajorSw128Sbo = kSwizzleAtomBytes;                           // 1024
+// One K step (16 K-rows) of an MN-major tile: two 8-row groups, a whole number of swizzle atoms.
+constexpr uint32_t kMnMajorKStepBytes = kMmaK * kSwizzleRowBytes;                  // 2048
+
+GGEMM_SM100_HD constexpr uint64_t mnmajor_sw128_descriptor(uint32_t tile_smem_address) {
+    return make_smem_descriptor(tile_smem_address, kMnMajorSw128Lbo, kMnMajorSw128Sbo, 0,
+                                Swizzle::k128B);
+}
+
+// The descriptor of MMA step `k_step` (K-rows [16 k, 16 k + 16)) of an MN-major stage: the start
+// moves 16 rows = 2048 bytes, so it stays 1024-byte aligned and the base offset stays 0.
+GGEMM_SM100_HD constexpr uint64_t advance_mn_k_step(uint64_t descriptor, uint32_t k_step) {
+    return descriptor + descriptor_encode(k_step * kMnMajorKStepBytes);
+}
+
+// Where TMA puts element (column n, K-row k) of an MN-major stage tile, before the swizzle (which
+// only permutes 16-byte chunks within each 128-byte row).
+GGEMM_SM100_HD constexpr uint32_t mnmajor_tile_offset(uint32_t n, uint32_t k) {
+    return (n / kMnMajorBoxColumns) * kMnMajorBoxBytes + k * kSwizzleRowBytes + (n % kMnMajorBoxColumns) * 2;
+}
+
 // Field readers, for tests and for debug printing.
 GGEMM_SM100_HD constexpr uint32_t desc_start_address(uint64_t d) { return static_cast<uint32_t>(d & 0x3FFFu) << 4; }
 GGEMM_SM100_HD constexpr uint32_t desc_leading_byte_offset(uint64_t d) { return static_cast<uint32_t>((d >> 16) & 0x3FFFu) << 4; }
@@ -104,7 +145,8 @@ GGEMM_SM100_HD constexpr uint32_t desc_swizzle(uint64_t d) { return static_cast<
 //   [0,2) sparsity selector = 0   [2] sparse = 0      [3] saturate = 0
 //   [4,6) dtype: F16 = 0, F32 = 1                      [6] reserved
 //   [7,10) atype: F16 = 0, BF16 = 1                    [10,13) btype: F16 = 0, BF16 = 1
-//   [13] negate A   [14] negate B   [15] transpose A (0 = K-major)   [16] transpose B (0 = K-major)
+//   [13] negate A   [14] negate B   [15] transpose A (0 = K-major)   [16] transpose B (0 = K-major,
+//   1 = MN-major)
 //   [17,23) N >> 3    [23] reserved    [24,29) M >> 4    [29] reserved    [30,32) max shift (.ws) = 0
 // ------------------------------------------------------------------------------------------------
 constexpr uint32_t kIdescDtypeF32 = 1;
@@ -118,8 +160,9 @@ GGEMM_SM100_HD constexpr bool is_valid_mma_shape(uint32_t m, uint32_t n, uint32_
     return false;
 }
 
-// BF16 x BF16 -> F32, dense, no negation, both operands K-major. Returns 0 (never a valid
-// descriptor: M >> 4 would be 0) for a shape Table 39 does not allow.
+// BF16 x BF16 -> F32, dense, no negation; each operand K-major unless its flag says MN-major
+// (transpose A, bit 15; transpose B, bit 16: an N-major B). Returns 0 (never a valid descriptor:
+// M >> 4 would be 0) for a shape Table 39 does not allow.
 GGEMM_SM100_HD constexpr uint32_t make_instr_desc_bf16_f32(uint32_t m, uint32_t n, uint32_t cta_group,
                                                            bool a_mn_major = false,
                                                            bool b_mn_major = false) {
@@ -188,6 +231,15 @@ GGEMM_SM100_HD constexpr uint32_t b_rows_per_cta(uint32_t tile_n, uint32_t cta_g
 // First tile column whose B row CTA `rank` of the pair loads.
 GGEMM_SM100_HD constexpr uint32_t b_row_offset(uint32_t rank, uint32_t tile_n, uint32_t cta_group) {
     return rank * b_rows_per_cta(tile_n, cta_group);
+}
+
+// N-major B: the 64-column boxes each CTA loads per stage, its part of the tile's columns. 0 when
+// the part is not whole boxes (a pair of tile_n = 192 holds 96 columns per CTA): such a
+// configuration has no N-major form, since a box narrower than the 128-byte swizzle row would
+// not match the MN-major canonical layout's 64-column blocks.
+GGEMM_SM100_HD constexpr uint32_t mnmajor_boxes_per_cta(uint32_t tile_n, uint32_t cta_group) {
+    const uint32_t columns = b_rows_per_cta(tile_n, cta_group);
+    return columns % kMnMajorBoxColumns == 0 ? columns / kMnMajorBoxColumns : 0;
 }
 
 // Bytes the stage's full barrier must see complete: a pair's MMA waits on the leader's barrier,

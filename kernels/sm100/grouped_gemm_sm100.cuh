@@ -22,19 +22,25 @@
 // MMAs of tile i + 1. Scheduler, epilogue arithmetic and discrete weight maps are the ones SM90
 // uses (kernels/common/).
 //
+// Weight layouts (Config<..., kWeightLayout>): K-major B_g (N x K) arrives as one box of N rows x
+// 64 K per stage and is read K-major; N-major B_g (K x N) as boxes of 64 N-columns x 64 K-rows
+// and is read MN-major (transpose-B in the instruction descriptor, the MN-major shared-memory
+// descriptor of encodings.h). A, the epilogue and everything else are the same for both.
+//
 // CTA pairs (Config<..., kCtaGroup = 2>): a cluster of two CTAs computes one 256 x tile_n tile,
 // the scheduler's tiles 2p (rank 0, the leader) and 2p + 1 (rank 1, the peer), which are the two
 // 128-row halves of one 256-row block with the same columns (kernels/common/scheduler.h). Each CTA
 // loads its own 128 rows of A and half of the tile's B rows (rank r: columns
-// [n_begin + r tile_n / 2, + tile_n / 2)) into the same shared-memory offsets, and both loads
-// complete their bytes on the LEADER's full barrier (TMA .cta_group::2). The leader's MMA thread
-// alone issues tcgen05.mma.cta_group::2 (M = 256, N = tile_n), which reads A and B from both CTAs
-// and writes each CTA's 128 rows into that CTA's TMEM (allocated with cta_group::2 by warp 5 of
-// both CTAs); its commits multicast to both CTAs' stage and accumulator barriers. The leader's
-// producer alone walks the schedule (one dynamic claim per pair) and writes each tile into both
-// CTAs' tile rings; the peer's producer and both CTAs' epilogues read their own ring and release
-// the slot and the accumulator buffer on the leader's barriers. Every epilogue drains its own
-// TMEM exactly as in cta_group::1.
+// [n_begin + r tile_n / 2, + tile_n / 2); N-major: as whole 64-column boxes, so the pairs of 256
+// and 128 columns have N-major forms and the pair of 192 has none) into the same shared-memory
+// offsets, and both loads complete their bytes on the LEADER's full barrier (TMA .cta_group::2).
+// The leader's MMA thread alone issues tcgen05.mma.cta_group::2 (M = 256, N = tile_n), which
+// reads A and B from both CTAs and writes each CTA's 128 rows into that CTA's TMEM (allocated with
+// cta_group::2 by warp 5 of both CTAs); its commits multicast to both CTAs' stage and accumulator
+// barriers. The leader's producer alone walks the schedule (one dynamic claim per pair) and writes
+// each tile into both CTAs' tile rings; the peer's producer and both CTAs' epilogues read their
+// own ring and release the slot and the accumulator buffer on the leader's barriers. Every
+// epilogue drains its own TMEM exactly as in cta_group::1.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -63,11 +69,15 @@ namespace ggemm::sm100 {
 // Largest dynamic shared memory one CTA may opt into on SM100 (227 KB).
 constexpr int kMaxSmemPerCta = 232448;
 
-template <int kTileN_, int kStages_, int kCtaGroup_ = 1>
+// kWeightLayout: how B_g lies in global memory (kKMajor: N x K, kNMajor: K x N), and so how a
+// stage's B tile is loaded and described to the MMA (encodings.h).
+template <int kTileN_, int kStages_, int kCtaGroup_ = 1, int kWeightLayout_ = kKMajor>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
     static constexpr int kCtaGroup = kCtaGroup_;  // CTAs per MMA: 1, or 2 (a CTA pair, cluster of 2)
+    static constexpr int kWeightLayout = kWeightLayout_;
+    static constexpr bool kBMnMajor = kWeightLayout == kNMajor;  // transpose B in the MMA
     static constexpr int kTileM = static_cast<int>(kRowsPerCta);  // rows per CTA = TMEM lanes = A box
     static constexpr int kMmaM = static_cast<int>(mma_m_for(kCtaGroup));  // 128 (cta_group::1), 256 (::2)
     static constexpr int kBRows = static_cast<int>(b_rows_per_cta(kTileN, kCtaGroup));  // B box rows
@@ -83,11 +93,17 @@ struct Config {
     static constexpr uint32_t kBBytes = kBRows * kBlockK * 2;
     // What the (leader's) full barrier of a stage receives: both CTAs' loads for a pair.
     static constexpr uint32_t kStageTxBytes = stage_tx_bytes(kTileN, kCtaGroup);
-    static constexpr uint32_t kInstrDesc = make_instr_desc_bf16_f32(kMmaM, kTileN, kCtaGroup);
+    // N-major: the 64-column boxes of this CTA's part of B per stage (0 when not whole boxes).
+    static constexpr int kBBoxes = static_cast<int>(mnmajor_boxes_per_cta(kTileN, kCtaGroup));
+    static constexpr uint32_t kInstrDesc =
+        make_instr_desc_bf16_f32(kMmaM, kTileN, kCtaGroup, /*a_mn_major=*/false, kBMnMajor);
     static constexpr uint32_t kTmemAllocColumns = tmem_alloc_columns(accumulator_columns(kTileN));
     static constexpr int kEpilogueChunk = kEpilogueChunkCols;  // columns per tcgen05.ld (.32x32b.x32)
 
     static_assert(kCtaGroup == 1 || kCtaGroup == 2, "tcgen05.mma has cta_group::1 and ::2 only");
+    static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
+    static_assert(!kBMnMajor || (kBBoxes > 0 && kBBoxes * kMnMajorBoxBytes == kBRows * kBlockK * 2u),
+                  "N-major: each CTA's part of B is whole 64-column boxes (a pair of 192 is not)");
     static_assert(kInstrDesc != 0, "tile_n is not a valid tcgen05.mma N for this M (Table 39)");
     static_assert(idesc_m(kInstrDesc) == static_cast<uint32_t>(kMmaM) &&
                       idesc_n(kInstrDesc) == static_cast<uint32_t>(kTileN),
@@ -118,7 +134,8 @@ struct SharedStorage {
     // 8 rows x 128 bytes and the tcgen05 descriptors say base offset 0 (PTX ISA 9.7.16.4.1).
     struct alignas(1024) Stage {
         __nv_bfloat16 a[Cfg::kTileM * Cfg::kBlockK];
-        __nv_bfloat16 b[Cfg::kBRows * Cfg::kBlockK];  // a pair: this CTA's half of the tile's B
+        // A pair: this CTA's half of the tile's B. N-major: kBBoxes boxes of 64 columns x 64 K-rows.
+        __nv_bfloat16 b[Cfg::kBRows * Cfg::kBlockK];
     };
     Stage stages[Cfg::kStages];
     // Pairs use the leader's full, accum_empty and tile_empty barriers only (the peer's stay idle).
@@ -191,6 +208,45 @@ __device__ __forceinline__ void publish_to_peer(TileCoord* slot, uint64_t* tile_
 }
 
 // ---- producer: one thread per CTA ----------------------------------------------------------------
+// One TMA box of B: 2D through an expert's own map (discrete), 3D through the dense map (the third
+// coordinate is the expert). One CTA completes the bytes on its own full barrier; a pair's CTAs
+// on the leader's (`leader_full`: its cluster address).
+__device__ __forceinline__ void load_b_box(void* dst, const CUtensorMap* map, bool discrete, uint64_t* full,
+                                           int32_t c0, int32_t c1, int32_t expert) {
+    if (discrete) {
+        ptx::tma_load_2d(dst, map, full, c0, c1);
+    } else {
+        ptx::tma_load_3d(dst, map, full, c0, c1, expert);
+    }
+}
+
+__device__ __forceinline__ void load_b_box(void* dst, const CUtensorMap* map, bool discrete, uint32_t leader_full,
+                                           int32_t c0, int32_t c1, int32_t expert) {
+    if (discrete) {
+        ptx::tma_load_2d_pair(dst, map, leader_full, c0, c1);
+    } else {
+        ptx::tma_load_3d_pair(dst, map, leader_full, c0, c1, expert);
+    }
+}
+
+// One k-block of this CTA's part of B (tile columns from `b_col`) into a stage. K-major (maps
+// {K, N}): one box of kBRows rows of N x 64 K. N-major (maps {N, K}): kBBoxes boxes of 64
+// columns x 64 K-rows, box j at j x 8 KB holding columns [b_col + 64 j, + 64), the layout the
+// MN-major descriptor describes (encodings.h).
+template <class Cfg, class Barrier>
+__device__ __forceinline__ void load_b(__nv_bfloat16* b, const CUtensorMap* map, bool discrete, Barrier full,
+                                       int32_t k, int32_t b_col, int32_t expert) {
+    if constexpr (Cfg::kBMnMajor) {
+#pragma unroll
+        for (int box = 0; box < Cfg::kBBoxes; ++box) {
+            load_b_box(b + box * (kMnMajorBoxBytes / 2), map, discrete, full,
+                       b_col + box * static_cast<int32_t>(kMnMajorBoxColumns), k, expert);
+        }
+    } else {
+        load_b_box(b, map, discrete, full, k, b_col, expert);
+    }
+}
+
 // The walker (the one CTA, or a pair's leader) claims work units: tiles, or for a pair the tile
 // pairs (2p, 2p + 1), one dynamic claim per unit. It publishes each tile to its own ring and, for
 // a pair, tile 2p + 1 to the peer's ring. The peer's producer takes its tiles from its ring.
@@ -255,7 +311,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             ptx::fence_proxy_tensormap_acquire(expert_map);
             mapped_expert = tile.expert;
         }
-        const int32_t b_row = tile.n_begin + b_offset;
+        const int32_t b_col = tile.n_begin + b_offset;
         for (int32_t kb = 0; kb < k_blocks; ++kb) {
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
             auto& st = s.stages[stage];
@@ -266,18 +322,10 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             if constexpr (kPair) {
                 const uint32_t full = ptx::cluster_shared_address(&s.full[stage], 0);
                 ptx::tma_load_2d_pair(st.a, a_map, full, k, tile.row_begin);
-                if (discrete) {
-                    ptx::tma_load_2d_pair(st.b, expert_map, full, k, b_row);
-                } else {
-                    ptx::tma_load_3d_pair(st.b, b_map, full, k, b_row, tile.expert);
-                }
+                load_b<Cfg>(st.b, expert_map, discrete, full, k, b_col, tile.expert);
             } else {
                 ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
-                if (discrete) {
-                    ptx::tma_load_2d(st.b, expert_map, &s.full[stage], k, b_row);
-                } else {
-                    ptx::tma_load_3d(st.b, b_map, &s.full[stage], k, b_row, tile.expert);
-                }
+                load_b<Cfg>(st.b, expert_map, discrete, &s.full[stage], k, b_col, tile.expert);
             }
             if (++stage == Cfg::kStages) {
                 stage = 0;
@@ -294,6 +342,26 @@ __device__ __forceinline__ void commit(uint64_t* bar) {
         ptx::tcgen05_commit_pair_multicast(bar, kPairCtaMask);
     } else {
         ptx::tcgen05_commit(bar);
+    }
+}
+
+// A stage's B descriptor and its MMA step k: K-major, or MN-major for N-major weights (the
+// instruction descriptor's transpose-B bit says which, Config::kInstrDesc).
+template <class Cfg>
+__device__ __forceinline__ uint64_t b_descriptor(uint32_t b_address) {
+    if constexpr (Cfg::kBMnMajor) {
+        return mnmajor_sw128_descriptor(b_address);
+    } else {
+        return kmajor_sw128_descriptor(b_address);
+    }
+}
+
+template <class Cfg>
+__device__ __forceinline__ uint64_t advance_b_k_step(uint64_t b_desc, uint32_t k) {
+    if constexpr (Cfg::kBMnMajor) {
+        return advance_mn_k_step(b_desc, k);
+    } else {
+        return advance_k_step(b_desc, k);
     }
 }
 
@@ -324,14 +392,14 @@ __device__ __forceinline__ void issue_mma(SharedStorage<Cfg>& s, const KernelArg
             ptx::mbarrier_wait(&s.full[stage], phase);
             ptx::tcgen05_fence_after_thread_sync();
             const uint64_t a_desc = kmajor_sw128_descriptor(ptx::smem_addr(s.stages[stage].a));
-            const uint64_t b_desc = kmajor_sw128_descriptor(ptx::smem_addr(s.stages[stage].b));
+            const uint64_t b_desc = b_descriptor<Cfg>(ptx::smem_addr(s.stages[stage].b));
 #pragma unroll
             for (uint32_t k = 0; k < Cfg::kBlockK / kMmaK; ++k) {
                 if constexpr (Cfg::kCtaGroup == 2) {
-                    ptx::tcgen05_mma_f16_cta2(d_tmem, advance_k_step(a_desc, k), advance_k_step(b_desc, k),
+                    ptx::tcgen05_mma_f16_cta2(d_tmem, advance_k_step(a_desc, k), advance_b_k_step<Cfg>(b_desc, k),
                                               Cfg::kInstrDesc, kb > 0 || k > 0);
                 } else {
-                    ptx::tcgen05_mma_f16_cta1(d_tmem, advance_k_step(a_desc, k), advance_k_step(b_desc, k),
+                    ptx::tcgen05_mma_f16_cta1(d_tmem, advance_k_step(a_desc, k), advance_b_k_step<Cfg>(b_desc, k),
                                               Cfg::kInstrDesc, kb > 0 || k > 0);
                 }
             }

@@ -14,8 +14,9 @@
 #include <set>
 #include <string>
 
-#include "src/variants.h"
+#include "kernels/common/contract.h"
 #include "kernels/sm100/encodings.h"
+#include "src/variants.h"
 
 using namespace ggemm::sm100;
 
@@ -104,6 +105,112 @@ TEST_CASE("sm100 smem descriptor: MMA addressing matches the TMA 128B-swizzle la
     }
 }
 
+TEST_CASE("sm100 smem descriptor: MN-major 128B-swizzle bf16 tile, N-major B (PTX ISA 9.7.16.3, Table 40)") {
+    // A stage's N-major B tile at shared address 0x400 (1024-byte aligned: base offset 0, Table 41),
+    // TMA boxes of 64 N-columns (128 bytes) x 64 K-rows, 64 x 64 x 2 = 8192 bytes each.
+    //   bits  0-13 start = 0x400 >> 4 = 0x40
+    //   bits 16-29 LBO   = 8192 >> 4 = 0x200     -> 0x0000'0000'0200'0000  (9.7.16.3.1.1, MN-major,
+    //                     swizzled: "stride from the first (swizzle-byte-size/16) rows to the next
+    //                     (swizzle-byte-size/16) rows" = from 128 / 16 = 8 rows of 16 bytes, i.e.
+    //                     64 bf16 columns of N, to the next 64: the next box)
+    //   bits 32-45 SBO   = 1024 >> 4 = 0x40      -> 0x0000'0040'0000'0000  (9.7.16.3.2, MN-major,
+    //                     swizzled: "offset from the first 8 columns to the next 8 columns" = from
+    //                     8 K-rows of 128 bytes to the next 8)
+    //   bits 46-48 fixed 0b001                   -> 0x0000'4000'0000'0000
+    //   bits 49-51 base offset 0, bit 52 relative, bits 53-60 0
+    //   bits 61-63 swizzle 2 (128-byte)          -> 0x4000'0000'0000'0000
+    const uint64_t expected = 0x4000'4040'0200'0040ull;
+    CHECK(mnmajor_sw128_descriptor(0x400) == expected);
+    CHECK(make_smem_descriptor(0x400, 8192, 1024, 0, Swizzle::k128B) == expected);
+    // High in the window: 0x37C00 >> 4 = 0x37C0.
+    CHECK(mnmajor_sw128_descriptor(0x37C00) == 0x4000'4040'0200'37C0ull);
+    const uint64_t d = mnmajor_sw128_descriptor(0x37C00);
+    CHECK(desc_start_address(d) == 0x37C00u);
+    CHECK(desc_leading_byte_offset(d) == 8192u);
+    CHECK(desc_stride_byte_offset(d) == 1024u);
+    CHECK(desc_version(d) == 1u);
+    CHECK(desc_base_offset(d) == 0u);
+    CHECK(desc_lbo_mode(d) == 0u);
+    CHECK(desc_swizzle(d) == 2u);
+    // It differs from the K-major descriptor of the same tile in the LBO field only.
+    CHECK((d ^ kmajor_sw128_descriptor(0x37C00)) == ((0x200ull ^ 0x1ull) << 16));
+}
+
+TEST_CASE("sm100 smem descriptor: MN-major K steps advance the start by 16 K-rows = 2048 bytes") {
+    // A kind::f16 MMA takes K = 16 (Table 39): in an MN-major tile the K-rows are 128 bytes apart,
+    // so step k starts 16 k rows = 2048 k bytes further: 0x80 k units of the start field. 2048 is
+    // two whole 1024-byte swizzle patterns, so every step starts on a pattern boundary and the
+    // base offset stays 0 (Table 41).
+    const uint64_t base = mnmajor_sw128_descriptor(0x400);
+    CHECK(advance_mn_k_step(base, 0) == 0x4000'4040'0200'0040ull);
+    CHECK(advance_mn_k_step(base, 1) == 0x4000'4040'0200'00C0ull);
+    CHECK(advance_mn_k_step(base, 2) == 0x4000'4040'0200'0140ull);
+    CHECK(advance_mn_k_step(base, 3) == 0x4000'4040'0200'01C0ull);
+    // Every 1024-byte-aligned stage in the 227 KB window: only the start field moves, by whole
+    // 1024-byte patterns, and never carries into the LBO field.
+    for (uint32_t tile = 0; tile + 4 * 8192 <= 232448u; tile += 1024) {
+        const uint64_t d0 = mnmajor_sw128_descriptor(tile);
+        for (uint32_t k = 0; k < 4; ++k) {
+            const uint64_t d = advance_mn_k_step(d0, k);
+            CHECK(desc_start_address(d) == tile + 2048u * k);
+            CHECK(desc_start_address(d) % 1024u == 0u);
+            CHECK((d & ~0x3FFFull) == (d0 & ~0x3FFFull));
+        }
+    }
+}
+
+// The MN-major 128-byte-swizzle canonical layout, read from the PTX ISA (9.7.16.3 and the
+// canonical layouts of the shared-memory matrix layouts): in units of 16 bytes,
+// ((8, m), (8, k)) : ((1, LBO), (8, SBO)). So bf16 element (n, k) of one MMA's B operand (n along
+// N, k in [0, 16) along K) lies at start + 2 (n % 64) + LBO (n / 64) + 128 (k % 8) + SBO (k / 8)
+// before the swizzle. TMA (a box of 64 columns x 64 rows, boxes one after another along N) puts
+// element (n, K-row r) of the stage at tile + 8192 (n / 64) + 128 r + 2 (n % 64) before the
+// swizzle. The 128-byte swizzle XORs address bits 4-6 with bits 7-9 for both. Both must land on
+// the same byte for every column, K-row and MMA step, for every width a CTA loads (a pair's CTA:
+// half the tile).
+TEST_CASE("sm100 smem descriptor: MN-major MMA addressing matches the TMA N-major boxes (model)") {
+    auto swizzle = [](uint32_t address) { return address ^ (((address >> 7) & 7u) << 4); };
+    const uint32_t tile = 0x9000;  // 1024-byte aligned
+    for (uint32_t columns : {64u, 128u, 192u, 256u}) {
+        CAPTURE(columns);
+        for (uint32_t step = 0; step < 4; ++step) {
+            const uint64_t d = advance_mn_k_step(mnmajor_sw128_descriptor(tile), step);
+            for (uint32_t n = 0; n < columns; ++n) {
+                for (uint32_t k = 0; k < 16; ++k) {
+                    const uint32_t row = 16 * step + k;
+                    const uint32_t tma = tile + 8192 * (n / 64) + 128 * row + 2 * (n % 64);
+                    const uint32_t mma = desc_start_address(d) + 2 * (n % 64) + desc_leading_byte_offset(d) * (n / 64) +
+                                         128 * (k % 8) + desc_stride_byte_offset(d) * (k / 8);
+                    if (swizzle(tma) != swizzle(mma) || tma != mma) {
+                        FAIL("step " << step << " n " << n << " k " << k << ": MMA reads " << mma << ", TMA wrote " << tma);
+                    }
+                    CHECK(tile + mnmajor_tile_offset(n, row) == tma);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("sm100 N-major B: 64-column boxes per CTA, and the pair of 192 has none") {
+    // One CTA loads all tile_n columns; a pair's CTA half of them, in boxes of 64.
+    CHECK(kMnMajorBoxColumns == 64u);
+    CHECK(kMnMajorBoxBytes == 8192u);
+    CHECK(mnmajor_boxes_per_cta(256, 1) == 4u);
+    CHECK(mnmajor_boxes_per_cta(192, 1) == 3u);
+    CHECK(mnmajor_boxes_per_cta(128, 1) == 2u);
+    CHECK(mnmajor_boxes_per_cta(256, 2) == 2u);
+    CHECK(mnmajor_boxes_per_cta(128, 2) == 1u);
+    CHECK(mnmajor_boxes_per_cta(192, 2) == 0u);  // 96 columns per CTA: not whole boxes
+    CHECK(mnmajor_boxes_per_cta(96, 1) == 0u);
+    // The boxes hold exactly the bytes of a K-major stage of the same part of B, so the stage
+    // sizes and the full barrier's byte count are the same for both layouts.
+    for (uint32_t cta_group : {1u, 2u}) {
+        for (uint32_t tile_n : {128u, 256u}) {
+            CHECK(mnmajor_boxes_per_cta(tile_n, cta_group) * 8192u == b_rows_per_cta(tile_n, cta_group) * 64u * 2u);
+        }
+    }
+}
+
 TEST_CASE("sm100 instruction descriptor: kind::f16, bf16 x bf16 -> f32 (PTX ISA 9.7.16.4.2 Table 42)") {
     // bits 4-5 dtype F32 = 1 -> 0x10; bits 7-9 atype BF16 = 1 -> 0x80; bits 10-12 btype BF16 = 1
     // -> 0x400; bits 13/14 no negate; bits 15/16 transpose 0 (K-major); bits 0-3 dense, no
@@ -121,6 +228,11 @@ TEST_CASE("sm100 instruction descriptor: kind::f16, bf16 x bf16 -> f32 (PTX ISA 
     // Transpose bits: A MN-major sets bit 15, B MN-major bit 16.
     CHECK(make_instr_desc_bf16_f32(128, 256, 1, true, false) == 0x0840'8490u);
     CHECK(make_instr_desc_bf16_f32(128, 256, 1, false, true) == 0x0841'0490u);
+    // The N-major kernels' shapes: bit 16 (0x1'0000) on top of the K-major value.
+    CHECK(make_instr_desc_bf16_f32(128, 192, 1, false, true) == 0x0831'0490u);
+    CHECK(make_instr_desc_bf16_f32(128, 128, 1, false, true) == 0x0821'0490u);
+    CHECK(make_instr_desc_bf16_f32(256, 256, 2, false, true) == 0x1041'0490u);
+    CHECK(make_instr_desc_bf16_f32(256, 128, 2, false, true) == 0x1021'0490u);
     // The reserved bits 6, 23 and 29 are never set, whatever the shape.
     for (uint32_t n = 8; n <= 256; n += 8) {
         const uint32_t d = make_instr_desc_bf16_f32(128, n, 1, true, true);
@@ -287,4 +399,39 @@ TEST_CASE("sm100 variants: every registered kernel is a shape the encodings acce
         CHECK(static_cast<bool>(v.launch != nullptr));
     }
     CHECK(pairs >= 1);  // the cta_group::2 kernel is registered
+}
+
+TEST_CASE("sm100 variants: each configuration in both weight layouts, but the pair of 192 K-major only") {
+    int count = 0;
+    const ggemm::KernelVariant* variants = ggemm::sm100_variants(&count);
+    int n_major = 0;
+    for (int i = 0; i < count; ++i) {
+        const ggemm::KernelVariant& v = variants[i];
+        CAPTURE(v.name);
+        REQUIRE((v.weight_layout == ggemm::kKMajor || v.weight_layout == ggemm::kNMajor));
+        const bool is_n_major = v.weight_layout == ggemm::kNMajor;
+        const std::string name = v.name;
+        CHECK((name.size() > 7 && name.compare(name.size() - 7, 7, "_nmajor") == 0) == is_n_major);
+        const uint32_t cta_group = static_cast<uint32_t>(v.cluster_m);
+        if (!is_n_major) {
+            // Its N-major twin: the same tile, stages and shared memory, when the CTA's part of B
+            // is whole 64-column boxes.
+            const bool boxes = mnmajor_boxes_per_cta(v.tile_n, cta_group) != 0;
+            int twins = 0;
+            for (int j = 0; j < count; ++j) {
+                const ggemm::KernelVariant& t = variants[j];
+                twins += t.weight_layout == ggemm::kNMajor && t.tile_m == v.tile_m && t.tile_n == v.tile_n &&
+                         t.cluster_m == v.cluster_m && t.stages == v.stages && t.smem_bytes == v.smem_bytes &&
+                         name + "_nmajor" == t.name;
+            }
+            CHECK(twins == (boxes ? 1 : 0));
+            continue;
+        }
+        ++n_major;
+        CHECK(v.tile_n % 64 == 0);
+        CHECK(mnmajor_boxes_per_cta(v.tile_n, cta_group) != 0u);
+        CHECK(make_instr_desc_bf16_f32(v.tile_m, v.tile_n, cta_group, false, true) != 0u);
+    }
+    // 256, 192 and 128 on one CTA; 256 and 128 on a pair.
+    CHECK(n_major == 5);
 }

@@ -132,12 +132,9 @@ TEST_CASE("weight layout: an architecture without N-major kernels refuses N-majo
     CHECK(ggemm::validate_plan_desc(desc, sm100_device(), list_of(variants)) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
     CHECK(message_contains("desc->weight_layout = N-major (1) is not supported on SM100"));
     CHECK(message_contains("pass the weights K-major"));
-    // The library as built: SM100 has no N-major kernel (docs/API.md), SM90 has one per width
-    // with the math warps' stores and four with TMA stores (dGLU's among them), as for K-major
-    // weights, and the 256-wide halves design again as a cluster of two.
-    ggemm_plan plan;
-    CHECK(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) ==
-          GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    // The library as built: SM90 has one N-major kernel per width with the math warps' stores and
+    // four with TMA stores (dGLU's among them), as for K-major weights, and the 256-wide halves
+    // design again as a cluster of two. (SM100's N-major kernels: the next test cases.)
     const ggemm::VariantList sm90 = ggemm::compiled_variants(90);
     int n_major_widths = 0;
     for (int i = 0; i < sm90.count; ++i) {
@@ -148,6 +145,72 @@ TEST_CASE("weight layout: an architecture without N-major kernels refuses N-majo
     }
     // warp stores: 256, 192, 128, 64; TMA stores: 256 (two), 192, dGLU's 128; a cluster of two: 256
     CHECK(n_major_widths == 9);
+}
+
+TEST_CASE("weight layout: on SM100 an N-major plan gets an SM100 N-major kernel, dense or discrete") {
+    // The kernels as built for sm_100a (compiled and checked, never run on an SM100 GPU).
+    for (const int32_t mode : {GGEMM_WEIGHTS_DENSE, GGEMM_WEIGHTS_DISCRETE}) {
+        ggemm_plan_desc desc = valid_desc();
+        desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+        desc.weight_mode = mode;
+        CAPTURE(mode);
+        REQUIRE(ggemm::validate_plan_desc(desc, sm100_device(), ggemm::compiled_variants(100)) == GGEMM_SUCCESS);
+        ggemm_plan plan;
+        REQUIRE_MESSAGE(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) ==
+                            GGEMM_SUCCESS,
+                        std::string(ggemm::last_error()));
+        INFO(plan.description);
+        CHECK(plan.variant.arch == 100);
+        CHECK(plan.variant.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR);
+        // One CTA first (the pairs only when asked for), 256 wide for N = 4096, as for K-major.
+        CHECK(std::string(plan.variant.name) == "sm100_tma_tcgen05_128x256x64_s4_nmajor");
+        CHECK(plan.description.find(mode == GGEMM_WEIGHTS_DENSE
+                                        ? "dense N-major weights (each B_g is K x N, N contiguous)"
+                                        : "discrete (b_ptrs) N-major weights (each B_g is K x N, N contiguous)") !=
+              std::string::npos);
+        CHECK(plan.description.find("kernel: sm100_tma_tcgen05_128x256x64_s4_nmajor:") != std::string::npos);
+        CHECK(plan.description.find("reads N-major B") != std::string::npos);
+        CHECK(plan.description.find("excluded sm100_tma_tcgen05_128x256x64_s4: reads K-major weights, "
+                                    "desc->weight_layout = N-major") != std::string::npos);
+        // Its tensor maps: B as {N, K(, L)} in boxes of 64 columns x 64 K-rows.
+        const ggemm::TensorMapShape b = ggemm::b_dense_map_shape(at(kDevice0), desc.n, desc.k, 8, plan.variant);
+        CHECK(b.dims[0] == static_cast<uint64_t>(desc.n));
+        CHECK(b.dims[1] == static_cast<uint64_t>(desc.k));
+        CHECK(b.box[0] == 64);
+        CHECK(b.box[1] == 64);
+        // The K-major plan of the same problem keeps the K-major kernel.
+        desc.weight_layout = GGEMM_WEIGHT_LAYOUT_K_MAJOR;
+        REQUIRE(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) == GGEMM_SUCCESS);
+        CHECK(std::string(plan.variant.name) == "sm100_tma_tcgen05_128x256x64_s4");
+    }
+}
+
+TEST_CASE("weight layout: SM100 N-major widths and CTA pairs, and the pair of 192 that has no N-major form") {
+    ggemm_plan_desc desc = valid_desc();
+    desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+    auto chosen = [&desc]() {
+        ggemm_plan plan;
+        const ggemm_status_t status = ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan);
+        REQUIRE_MESSAGE(status == GGEMM_SUCCESS, std::string(ggemm::last_error()));
+        CHECK(plan.variant.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR);
+        return std::string(plan.variant.name);
+    };
+    desc.n = 5760;  // 30 x 192
+    CHECK(chosen() == "sm100_tma_tcgen05_128x192x64_s5_nmajor");
+    desc.tile_n = 128;
+    CHECK(chosen() == "sm100_tma_tcgen05_128x128x64_s6_nmajor");
+    desc.tile_m = 256;  // a CTA pair: each CTA loads 64 of the 128 columns, one box
+    CHECK(chosen() == "sm100_tma_tcgen05_256x128x64_s8_c2_nmajor");
+    desc.tile_n = 256;  // two boxes per CTA
+    CHECK(chosen() == "sm100_tma_tcgen05_256x256x64_s6_c2_nmajor");
+    // The pair of 192 columns holds 96 per CTA, not whole 64-column boxes: only its K-major form
+    // exists, and the plan says why it was excluded.
+    desc.tile_n = 192;
+    ggemm_plan plan;
+    CHECK(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) ==
+          GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(message_contains("excluded sm100_tma_tcgen05_256x192x64_s7_c2: reads K-major weights, "
+                           "desc->weight_layout = N-major"));
 }
 
 TEST_CASE("weight layout: the suite's dgrad shapes plan the N-major SM90 kernel of the forward's width") {

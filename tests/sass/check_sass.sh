@@ -10,7 +10,12 @@
 #            (Config<N, stages, 1>) use only the cta_group::1 forms; the CTA-pair kernels
 #            (Config<N, stages, 2>) only the cta_group::2 forms: UTCHMMA.2CTA,
 #            UTCBAR.2CTA.MULTICAST, UTCATOMSWS.2CTA.FIND_AND_SET, UTMALDG.xD.2CTA, and the cluster
-#            barrier (UCGABAR_ARV / UCGABAR_WAIT) around barrier init and TMEM release
+#            barrier (UCGABAR_ARV / UCGABAR_WAIT) around barrier init and TMEM release. Each
+#            kernel's tcgen05.mma instruction descriptor is the immediate its Config gives (PTX ISA
+#            9.7.16.4.2 Table 42: bf16 x bf16 -> f32, N, M, transpose B for N-major weights), never
+#            the other weight layout's; the N-major kernels (Config's last argument 1) build their
+#            B descriptors with the MN-major leading byte offset (8192 >> 4 at bit 16: 0x2000000),
+#            the K-major ones (0) never, and load B as tile_n / 64 / cta_group TMA boxes per stage
 #   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; the warp-store kernels
 #            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
@@ -79,6 +84,57 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "check_sass: FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "check_sass: ok: $*"; }
+
+# check_instruction_descriptors SET: every grouped_gemm_sm100 kernel in $work/SET/ moves the
+# instruction descriptor of its Config<tile_n, stages, cta_group, layout> into a uniform register
+# as an immediate (UMOV URn, 0x...), worked out here from PTX ISA 9.7.16.4.2 Table 42: dtype F32
+# (bits 4-5 = 1), atype and btype BF16 (bits 7-9, 10-12 = 1), transpose B = layout (bit 16),
+# N >> 3 (bits 17-22), M >> 4 with M = 128 x cta_group (bits 24-28); and never the descriptor of
+# the other weight layout.
+check_instruction_descriptors() {
+    local arch="$1" file name tile_n cta_group layout expected other found=0
+    for file in "$work/$arch"/*grouped_gemm_sm100*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ ConfigILi([0-9]+)ELi[0-9]+ELi([12])ELi([01])EE ]] || continue
+        found=$((found + 1))
+        tile_n="${BASH_REMATCH[1]}" cta_group="${BASH_REMATCH[2]}" layout="${BASH_REMATCH[3]}"
+        expected="$(printf '0x%x' $(( (1 << 4) | (1 << 7) | (1 << 10) | (layout << 16) | ((tile_n >> 3) << 17) |
+                                       (((128 * cta_group) >> 4) << 24) )))"
+        other="$(printf '0x%x' $(( expected ^ (1 << 16) )))"
+        if ! grep -qE "UMOV UR[0-9]+, ${expected} ;" "$file"; then
+            fail "$arch $name: no instruction descriptor $expected (UMOV) for its Config"
+        elif grep -qE "UMOV UR[0-9]+, ${other} ;" "$file"; then
+            fail "$arch $name: holds $other, the other weight layout's instruction descriptor"
+        else
+            pass "$arch $name: instruction descriptor $expected"
+        fi
+    done
+    if [[ $found -eq 0 ]]; then
+        fail "$arch: no grouped_gemm_sm100 kernel with a weight layout in $library"
+    fi
+}
+
+# check_nmajor_boxes SET: every N-major grouped_gemm_sm100 kernel in $work/SET/ loads its part of
+# a stage's B as tile_n / 64 / cta_group boxes of 64 columns: that many 3D TMA loads (dense
+# weights), and that many 2D ones besides A's one 2D load (discrete weights), unrolled.
+check_nmajor_boxes() {
+    local arch="$1" file name tile_n cta_group boxes loads_3d loads_2d
+    for file in "$work/$arch"/*grouped_gemm_sm100*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ ConfigILi([0-9]+)ELi[0-9]+ELi([12])ELi1EE ]] || continue
+        tile_n="${BASH_REMATCH[1]}" cta_group="${BASH_REMATCH[2]}"
+        boxes=$(( tile_n / 64 / cta_group ))
+        loads_3d="$(grep -cE '^[[:space:]]*/\*[0-9a-f]+\*/[[:space:]]+(@!?U?P[0-9T] +)?UTMALDG\.3D' "$file")"
+        loads_2d="$(grep -cE '^[[:space:]]*/\*[0-9a-f]+\*/[[:space:]]+(@!?U?P[0-9T] +)?UTMALDG\.2D' "$file")"
+        if [[ "$loads_3d" -eq "$boxes" && "$loads_2d" -eq $(( boxes + 1 )) ]]; then
+            pass "$arch $name: $boxes N-major B boxes per stage ($loads_3d 3D, $loads_2d 2D TMA loads)"
+        else
+            fail "$arch $name: $loads_3d 3D and $loads_2d 2D TMA loads, expected $boxes and $(( boxes + 1 ))"
+        fi
+    done
+}
 
 # ---- split the disassembly into one file per kernel ----------------------------------------------
 # split_functions SASS DIR: writes DIR/<mangled name>.sass for every function of a cuobjdump -sass.
@@ -183,10 +239,14 @@ for arch in sm_100a sm_90a; do
     if grep -q "$arch" "$work/elves.txt"; then pass "library embeds $arch code"; else fail "library embeds no $arch code"; fi
 done
 
-# Kernel names: ggemm::sm100::grouped_gemm_sm100<Config<tile_n, stages, cta_group>> mangles the
-# CTA group as the third template argument (...ConfigILi256ELi4ELi1EE...).
-sm100_single='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi1EE'
-sm100_pair='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+ELi2EE'
+# Kernel names: ggemm::sm100::grouped_gemm_sm100<Config<tile_n, stages, cta_group, weight layout>>
+# mangles the CTA group and the weight layout as the third and fourth template arguments
+# (...ConfigILi256ELi4ELi1ELi0EE...: one CTA, K-major).
+sm100_config='grouped_gemm_sm100INS0_6ConfigILi[0-9]+ELi[0-9]+'
+sm100_single="${sm100_config}ELi1ELi[01]EE"
+sm100_pair="${sm100_config}ELi2ELi[01]EE"
+sm100_kmajor="${sm100_config}ELi[12]ELi0EE"
+sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
 # ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>.
 sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
 sm90_kmajor="${sm90_config}ELi0ELi[12]EE"
@@ -202,14 +262,30 @@ if disassemble sm_100a; then
         'UTCHMMA\.2CTA ' 'UTCATOMSWS\.2CTA\.FIND_AND_SET' 'UTCBAR\.2CTA\.MULTICAST ' \
         'UTMALDG\.2D\.2CTA ' 'UTMALDG\.3D\.2CTA ' 'UCGABAR_ARV' 'UCGABAR_WAIT'
     check_absent sm_100a "$sm100_pair" 'UTCHMMA ' 'UTCBAR ' 'UTCATOMSWS\.FIND_AND_SET' 'UTMALDG\.[23]D '
-    # Every sm100 GEMM kernel is one of the two kinds (a renamed Config would otherwise slip by).
+    # Weight layouts: the instruction descriptor's transpose-B bit, and the MN-major B descriptor's
+    # leading byte offset (0x200 << 16) in the N-major kernels only.
+    check_instruction_descriptors sm_100a
+    check_nmajor_boxes sm_100a
+    check_kernels sm_100a "$sm100_nmajor" 'ULOP3\.LUT [^;]*0x2000000,'
+    check_absent sm_100a "$sm100_kmajor" '[A-Z0-9.]+ [^;]*0x2000000,'
+    # Every sm100 GEMM kernel is one of the kinds (a renamed Config would otherwise slip by).
     for file in "$work/sm_100a"/*grouped_gemm_sm100*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
         if [[ ! "$name" =~ $sm100_single && ! "$name" =~ $sm100_pair ]]; then
             fail "sm_100a $name: neither a one-CTA nor a CTA-pair Config; update check_sass.sh"
         fi
+        if [[ ! "$name" =~ $sm100_kmajor && ! "$name" =~ $sm100_nmajor ]]; then
+            fail "sm_100a $name: neither a K-major nor an N-major Config; update check_sass.sh"
+        fi
     done
+    # The N-major kernels exist: three one-CTA widths and two pairs (the pair of 192 has none).
+    nmajor_count="$(ls "$work/sm_100a" | grep -cE "$sm100_nmajor")"
+    if [[ "$nmajor_count" -eq 5 ]]; then
+        pass "sm_100a: 5 N-major kernels"
+    else
+        fail "sm_100a: $nmajor_count N-major kernels, expected 5 (128, 192, 256 on one CTA; 128, 256 on a pair)"
+    fi
 fi
 if disassemble sm_90a; then
     check_kernels sm_90a 'grouped_gemm_sm90' 'HGMMA\.' 'UTMALDG\.[23]D' 'SYNCS\.PHASECHK'
