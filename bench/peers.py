@@ -8,6 +8,7 @@ For every case of bench/moe_shapes.json:
      after warm-up, inputs rotated over several sets so the L2 cannot serve a run:
        ggemm       dense weights, bf16 D, no bias, random prob and alpha
        ggemm_unscaled  (--unscaled) the same with alpha = prob = NULL: D = A B_g^T, the peers' work
+       ggemm_null_alpha, ggemm_null_prob  (--alt-null alpha, --alt-null prob) one of them NULL
        grouped_mm  torch._grouped_mm(A, B.transpose(-2, -1), offs=padded_offsets, out_dtype=bf16)
                    with B an (L, N, K) contiguous bf16 tensor
        dense       torch.mm(A, W.t()) with W an (N, K) contiguous bf16 weight: cuBLAS on the
@@ -85,6 +86,9 @@ def parse_args():
     p.add_argument("--unscaled", action="store_true",
                    help="also time ggemm with alpha = prob = NULL (D = A B_g^T, the work the peers do): "
                         "reported as ggemm_unscaled")
+    p.add_argument("--alt-null", action="append", default=[], choices=("alpha", "prob"),
+                   help="also time ggemm with only alpha (or only prob) NULL: reported as ggemm_null_alpha "
+                        "(ggemm_null_prob) (repeatable)")
     p.add_argument("--full-epilogue", action="store_true",
                    help="also time the full epilogue on %s and report its overhead" % EPILOGUE_CASE)
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
@@ -172,7 +176,7 @@ class GgemmCase:
     """A ggemm plan over CaseData with one ggemm_args per input set."""
 
     def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0, split_k=0, valid_rows=None,
-                 unscaled=False):
+                 nulls=()):
         self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m, split_k=split_k,
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE,
@@ -187,8 +191,8 @@ class GgemmCase:
         def make_args(s, alpha, prob):
             return lib.args(
                 m=data.m, a=data.a[s].data_ptr(), b=data.b[s].data_ptr(),
-                padded_offsets=data.offs.data_ptr(), alpha=None if unscaled else alpha.data_ptr(),
-                prob=None if unscaled else prob.data_ptr(),
+                padded_offsets=data.offs.data_ptr(), alpha=None if "alpha" in nulls else alpha.data_ptr(),
+                prob=None if "prob" in nulls else prob.data_ptr(),
                 bias=data.bias[s].data_ptr() if full else None,
                 c=data.c_full.data_ptr() if full else None,
                 d=(data.d_full if full else data.d).data_ptr(),
@@ -378,11 +382,11 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
 
-    for name, alt_lib, tile_n, cluster_m, kernel, split_k, unscaled in opts.alternatives:
+    for name, alt_lib, tile_n, cluster_m, kernel, split_k, nulls in opts.alternatives:
         try:
             with forced_kernel(kernel):
                 gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m,
-                                  split_k=split_k, unscaled=unscaled)
+                                  split_k=split_k, nulls=nulls)
             plans.append(gcase)
             result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
             result.setdefault("alt_plans", {})[name] = gcase.description
@@ -656,27 +660,29 @@ def main():
         print("peers.py: this torch has no torch._grouped_mm; that peer will be recorded as failed")
     lib = gg.Library(os.path.abspath(opts.lib))
     # Further ggemm runs in the same rounds: (name, library, tile_n, cluster_m, kernel prefix,
-    # split_k, alpha = prob = NULL). ctypes loads each build RTLD_LOCAL, so two builds' entry
-    # points never mix.
+    # split_k, the pointers passed as NULL). ctypes loads each build RTLD_LOCAL, so two builds'
+    # entry points never mix.
     opts.alternatives = []
     for spec in opts.alt:
         try:
             tile_n, cluster_m = (int(v) for v in spec.split("x"))
         except ValueError:
             sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M" % spec)
-        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None, 0, False))
+        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None, 0, ()))
     for spec in opts.alt_lib:
         name, _, path = spec.partition("=")
-        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None, 0, False))
+        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None, 0, ()))
     for spec in opts.alt_kernel:
         name, _, prefix = spec.partition("=")
         if not name or not prefix:
             sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX" % spec)
-        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix, 0, False))
+        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix, 0, ()))
     for split_k in opts.alt_split:
-        opts.alternatives.append(("ggemm_split%d" % split_k, lib, 0, 0, None, split_k, False))
+        opts.alternatives.append(("ggemm_split%d" % split_k, lib, 0, 0, None, split_k, ()))
     if opts.unscaled:
-        opts.alternatives.append(("ggemm_unscaled", lib, 0, 0, None, 0, True))
+        opts.alternatives.append(("ggemm_unscaled", lib, 0, 0, None, 0, ("alpha", "prob")))
+    for pointer in opts.alt_null:
+        opts.alternatives.append(("ggemm_null_" + pointer, lib, 0, 0, None, 0, (pointer,)))
     # ggemm_rows is the valid-row timing (--valid-rows); every other name must be new too.
     names = [alt[0] for alt in opts.alternatives]
     for name in set(names):
@@ -693,7 +699,7 @@ def main():
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
         "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib, "alt_kernel": opts.alt_kernel,
-        "alt_split": opts.alt_split, "unscaled": opts.unscaled,
+        "alt_split": opts.alt_split, "unscaled": opts.unscaled, "alt_null": opts.alt_null,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }
