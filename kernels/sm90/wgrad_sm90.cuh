@@ -273,7 +273,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
     __syncthreads();
 
-    if (blockIdx.x == 0 && args.device_status != nullptr) report_wgrad_status<Cfg::kThreads>(s.offsets, &s.status, args, thread);
+    if (blockIdx.x == 0 && args.device_status != nullptr) {
+        report_wgrad_status<Cfg::kThreads>(s.offsets, &s.status, args, thread);
+    }
 
     // Through a shuffle, so the compiler knows it is warp-uniform: the wgmma descriptors, which
     // depend on it, are then built in uniform registers (kernels/sm90/grouped_gemm_sm90.cuh).

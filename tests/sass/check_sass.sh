@@ -149,7 +149,7 @@ check_nmajor_boxes() {
 # ORs the MN-major leading byte offset into both operands' descriptors (two ULOP3.LUT with
 # 0x2000000), and issues 2 + tile_q / 64 2D TMA loads (X1's two boxes, X2's tile_q / 64), unrolled.
 check_wgrad_sm100() {
-    local arch="$1" file name tile_q expected loads lbo found=0
+    local arch="$1" file name tile_q expected only_a only_b loads lbo found=0
     for file in "$work/$arch"/*wgrad_sm100*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
@@ -158,9 +158,10 @@ check_wgrad_sm100() {
         tile_q="${BASH_REMATCH[1]}"
         expected="$(printf '0x%x' $(( (1 << 4) | (1 << 7) | (1 << 10) | (1 << 15) | (1 << 16) | ((tile_q >> 3) << 17) |
                                        ((128 >> 4) << 24) )))"
+        only_b="$(printf '0x%x' $(( expected ^ (1 << 15) )))" only_a="$(printf '0x%x' $(( expected ^ (1 << 16) )))"
         if ! grep -qE "UMOV UR[0-9]+, ${expected} ;" "$file"; then
             fail "$arch $name: no instruction descriptor $expected (UMOV) with both operands MN-major"
-        elif grep -qE "UMOV UR[0-9]+, ($(printf '0x%x' $(( expected ^ (1 << 15) )))|$(printf '0x%x' $(( expected ^ (1 << 16) )))) ;" "$file"; then
+        elif grep -qE "UMOV UR[0-9]+, (${only_a}|${only_b}) ;" "$file"; then
             fail "$arch $name: holds an instruction descriptor with only one operand MN-major"
         else
             pass "$arch $name: instruction descriptor $expected (transpose A and B)"
