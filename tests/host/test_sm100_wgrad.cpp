@@ -80,6 +80,35 @@ TEST_CASE("sm100 wgrad operand descriptors: MN-major 128-byte swizzle, the K ste
     CHECK(sm100::kWgradTileP == 128);
 }
 
+// The MN-major canonical layout (PTX ISA 9.7.16.3; in 16-byte units ((8, m), (8, k)) :
+// ((1, LBO), (8, SBO))) read through the wgrad descriptors must address, for every column c of
+// the operand (of P for A, of Q for B), every row r of the k-block and every MMA step, the byte
+// where TMA's 64 x 64 boxes put X[r, c]: box c / 64 at 8 KB each, row r at 128 r, column at
+// 2 (c % 64), the 128-byte swizzle (address bits 4-6 ^= bits 7-9) applied to both.
+TEST_CASE("sm100 wgrad operands: MMA addressing matches the TMA boxes of X1 and X2 (model)") {
+    auto swizzle = [](uint32_t address) { return address ^ (((address >> 7) & 7u) << 4); };
+    const uint32_t first_box = 0x12000;  // 1024-byte aligned
+    for (uint32_t columns : {sm100::kWgradTileP, 192u, 256u}) {  // A: 128 of P; B: tile_q of Q
+        CAPTURE(columns);
+        for (uint32_t step = 0; step < sm100::kWgradKSteps; ++step) {
+            const uint64_t d = sm100::wgrad_operand_descriptor(first_box, step);
+            for (uint32_t c = 0; c < columns; ++c) {
+                for (uint32_t k = 0; k < sm100::kMmaK; ++k) {
+                    const uint32_t r = sm100::kMmaK * step + k;
+                    const uint32_t tma = first_box + sm100::kWgradBoxBytes * (c / 64) + 128 * r + 2 * (c % 64);
+                    const uint32_t mma = sm100::desc_start_address(d) + 2 * (c % 64) +
+                                         sm100::desc_leading_byte_offset(d) * (c / 64) + 128 * (k % 8) +
+                                         sm100::desc_stride_byte_offset(d) * (k / 8);
+                    if (swizzle(tma) != swizzle(mma) || tma != mma) {
+                        FAIL("step " << step << " column " << c << " k " << k << ": MMA reads " << mma
+                                     << ", TMA wrote " << tma);
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("sm100 wgrad stage: 64-column boxes of X1 (two) and X2 (tile_q / 64)") {
     CHECK(sm100::wgrad_boxes(128) == 2);
     CHECK(sm100::wgrad_boxes(256) == 4);
