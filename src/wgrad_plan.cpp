@@ -51,12 +51,17 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
             desc.output_mode == GGEMM_WGRAD_OUTPUT_DENSE ? "dense L x P x Q" : "through L pointers (out_ptrs)",
             desc.accumulate ? "accumulated into (empty experts untouched)" : "overwritten (empty experts get zeros)");
     appendf(&text,
-            "kernel: %s: tile %d (P) x %d (Q), %d rows per stage, %d stages, both operands MN-major (transposed "
-            "wgmma), %d threads, %d B shared memory\n",
-            variant.name, variant.tile_p, variant.tile_q, variant.block_rows, variant.stages, variant.threads,
-            variant.smem_bytes);
+            "kernel: %s: tile %d (P) x %d (Q), %d rows per stage, %d stages, both operands MN-major (%s), %d threads, "
+            "%d B shared memory\n",
+            variant.name, variant.tile_p, variant.tile_q, variant.block_rows, variant.stages,
+            variant.arch == 100 ? "tcgen05.mma with transpose A and B, one CTA, accumulators in tensor memory"
+                                : "transposed wgmma",
+            variant.threads, variant.smem_bytes);
     appendf(&text, "store: %s\n",
-            plan.wgrad.store_path == kWgradStoreTma
+            !variant.tma_store
+                ? "registers (each epilogue warp drains its 32 rows of the tile from tensor memory, 32 columns at a "
+                  "time, and stores them from registers; this kernel has no TMA store path)"
+            : plan.wgrad.store_path == kWgradStoreTma
                 ? desc.accumulate
                       ? "TMA (each math warpgroup stages 64 rows x 128 bytes of the tile in shared memory, swizzled, "
                         "and adds them into the {Q, P, L} output with 3-D TMA reduce-adds, clipped at P and Q)"
@@ -91,6 +96,7 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
 WgradVariantList compiled_wgrad_variants(int32_t arch) noexcept {
     WgradVariantList list;
     if (arch == 90) list.items = sm90_wgrad_variants(&list.count);
+    if (arch == 100) list.items = sm100_wgrad_variants(&list.count);
     if (list.items == nullptr) list.count = 0;
     return list;
 }
@@ -135,7 +141,7 @@ ggemm_status_t build_wgrad_plan(const ggemm_wgrad_desc& desc, const DeviceInfo& 
     plan->device = device;
     plan->wgrad.desc = desc;
     plan->wgrad.variant = *best;
-    plan->wgrad.store_path = choose_wgrad_store_path(desc, store_switch);
+    plan->wgrad.store_path = best->tma_store ? choose_wgrad_store_path(desc, store_switch) : kWgradStoreRegisters;
     plan->grid = static_cast<int32_t>(tiles.count() < sms ? tiles.count() : sms);
     plan->workspace_bytes = wgrad_workspace_bytes(desc.scheduler);
     plan->description = describe_wgrad_plan(*plan, variants, tiles.count());

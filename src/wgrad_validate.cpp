@@ -71,12 +71,6 @@ ggemm_status_t validate_wgrad_desc_for_device(const ggemm_wgrad_desc& desc, cons
     int32_t arch = 0;
     ggemm_status_t status = check_device_arch(desc.device, device, &arch);
     if (status != GGEMM_SUCCESS) return status;
-    if (arch == 100) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
-                    "the weight gradient (ggemm_wgrad_plan_create) has no SM100 kernel yet: device %d (%s) is "
-                    "compute capability %d.%d; it runs on SM90 (compute capability 9.0) only",
-                    desc.device, device.name, device.cc_major, device.cc_minor);
-    }
     status = check_sm_margin(desc.sm_margin, desc.device, device);
     if (status != GGEMM_SUCCESS) return status;
     int for_arch = 0;

@@ -20,8 +20,8 @@ struct WgradVariantList {
 // Rules that need no device: shapes, dtypes, enumerations, reserved fields.
 ggemm_status_t validate_wgrad_desc_fields(const ggemm_wgrad_desc& desc) noexcept;
 
-// Rules about the device: present, ordinal in range, SM90 (SM100 has no wgrad kernel yet),
-// sm_margin in range, a compiled variant for it.
+// Rules about the device: present, ordinal in range, SM90 or SM100, sm_margin in range, a compiled
+// variant for it.
 ggemm_status_t validate_wgrad_desc_for_device(const ggemm_wgrad_desc& desc, const DeviceInfo& device,
                                               WgradVariantList variants) noexcept;
 

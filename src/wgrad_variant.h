@@ -25,7 +25,7 @@ using WgradPrepareFn = cudaError_t (*)();  // raises the kernel's dynamic shared
 
 struct WgradVariant {
     const char* name;     // e.g. "sm90_wgrad_tma_wgmma_128x256x64_s4"
-    int32_t arch;         // 90
+    int32_t arch;         // 90 or 100
     int32_t tile_p;       // rows of P per tile
     int32_t tile_q;       // columns of Q per tile
     int32_t block_rows;   // rows r (the GEMM's K) per pipeline stage
@@ -33,11 +33,14 @@ struct WgradVariant {
     int32_t box_columns;  // columns of X1 / X2 per TMA box (the 128-byte swizzle span)
     int32_t smem_bytes;
     int32_t threads;
+    bool tma_store;       // has the TMA store path (kWgradStoreTma); else registers only
     WgradPrepareFn prepare;
     WgradLaunchFn launch;
 };
 
 // Defined in src/wgrad_variants_sm90.cu (compiled for sm_90a only).
 const WgradVariant* sm90_wgrad_variants(int* count);
+// Defined in src/wgrad_variants_sm100.cu (compiled for sm_100a only).
+const WgradVariant* sm100_wgrad_variants(int* count);
 
 }  // namespace ggemm

@@ -2,7 +2,7 @@
 // the tile leaves. Compiled for sm_90a only: this translation unit instantiates the kernels and
 // their host-side prepare and launch.
 #include "kernels/sm90/wgrad_sm90.cuh"
-#include "src/driver_launch.h"
+#include "src/wgrad_launch.cuh"
 #include "src/wgrad_variant.h"
 
 namespace ggemm {
@@ -14,34 +14,9 @@ cudaError_t wgrad_prepare() {
     return cudaFuncSetAttribute(wgrad_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgradSmemBytes<Cfg>);
 }
 
-// The context-free handle of the kernel, looked up once (null: the runtime launch serves).
-template <class Cfg>
-cudaKernel_t wgrad_kernel_handle() {
-    static const cudaKernel_t handle = [] {
-        cudaKernel_t h = nullptr;
-        if (cudaGetKernel(&h, reinterpret_cast<const void*>(wgrad_sm90<Cfg>)) != cudaSuccess) {
-            cudaGetLastError();
-            h = nullptr;
-        }
-        return h;
-    }();
-    return handle;
-}
-
 template <class Cfg>
 cudaError_t wgrad_launch(const WgradLaunchParams& p, cudaStream_t stream) {
-    void* params[] = {const_cast<CUtensorMap*>(&p.x1_map), const_cast<CUtensorMap*>(&p.x2_map),
-                      const_cast<CUtensorMap*>(&p.out_map), const_cast<WgradKernelArgs*>(&p.args)};
-    const DriverLaunch fast = {wgrad_kernel_handle<Cfg>(), dim3(static_cast<unsigned>(p.grid)),
-                               dim3(static_cast<unsigned>(Cfg::kThreads)),
-                               static_cast<unsigned>(kWgradSmemBytes<Cfg>), 1u, stream, params};
-    if (driver_launch(fast)) return cudaSuccess;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(p.grid));
-    config.blockDim = dim3(static_cast<unsigned>(Cfg::kThreads));
-    config.dynamicSmemBytes = static_cast<size_t>(kWgradSmemBytes<Cfg>);
-    config.stream = stream;
-    return cudaLaunchKernelEx(&config, wgrad_sm90<Cfg>, p.x1_map, p.x2_map, p.out_map, p.args);
+    return launch_wgrad<wgrad_sm90<Cfg>>(p, Cfg::kThreads, kWgradSmemBytes<Cfg>, stream);
 }
 
 }  // namespace sm90
@@ -59,6 +34,7 @@ constexpr WgradVariant sm90_wgrad_variant(const char* name) {
             sm90::kWgradBoxColumns,
             sm90::kWgradSmemBytes<Cfg>,
             Cfg::kThreads,
+            /*tma_store=*/true,
             &sm90::wgrad_prepare<Cfg>,
             &sm90::wgrad_launch<Cfg>};
 }

@@ -29,6 +29,7 @@
 #include "kernels/common/shared_storage.cuh"
 #include "kernels/common/wgrad_params.h"
 #include "kernels/common/wgrad_schedule.h"
+#include "kernels/common/wgrad_tile.cuh"
 #include "kernels/sm90/wgrad_epilogue_sm90.cuh"
 #include "kernels/sm90/wgrad_layout_sm90.h"
 #include "kernels/sm90/wgrad_tma_store_sm90.cuh"
@@ -65,17 +66,6 @@ struct WgradConfig {
     static_assert(kSegmentAlignment % kBlockRows == 0, "segments hold whole k-blocks: no row tails");
 };
 
-// One tile as the producer publishes it to the math warpgroups.
-struct WgradTileSlot {
-    uint64_t out;      // the expert's P x Q output (device address); unused when action is kSkip
-    int32_t expert;    // -1: no more tiles
-    int32_t action;    // WgradAction
-    int32_t k_blocks;  // 64-row blocks to sum (kSum)
-    int32_t p_begin;
-    int32_t q_begin;
-    int32_t row_begin; // the expert's first row (kSum)
-};
-
 template <class Cfg>
 struct WgradSharedStorage {
     // Each box starts on a 1024-byte boundary (the 128-byte swizzle atom; descriptors assume base
@@ -105,33 +95,6 @@ constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
 // The math warpgroups' named barriers of the TMA store path (0 is __syncthreads).
 constexpr uint32_t kWgradStoreBarrier = 1;
 
-// What tile `position` does: the producer decides once, the math warpgroups follow.
-__device__ __forceinline__ WgradTileSlot plan_tile(const WgradTilePosition& position, ExpertRowCursor& cursor,
-                                                   const WgradKernelArgs& args) {
-    WgradTileSlot slot{};
-    slot.expert = position.expert;
-    slot.action = static_cast<int32_t>(WgradAction::kSkip);
-    if (position.expert < 0) return slot;
-    const WgradExpert rows = cursor.rows(position.expert);
-    bool out_ok = true;
-    if (args.output_mode == kWgradOutputPointers) {
-        slot.out = args.out_ptrs[position.expert];
-        out_ok = output_pointer_status(slot.out) == 0;
-    } else {
-        slot.out = reinterpret_cast<uint64_t>(args.out) + static_cast<uint64_t>(position.expert) *
-                                                              static_cast<uint64_t>(args.p) *
-                                                              static_cast<uint64_t>(args.q) *
-                                                              static_cast<uint64_t>(dtype_bytes(args.out_dtype));
-    }
-    slot.action = static_cast<int32_t>(
-        wgrad_action(rows.usable, rows.row_end - rows.row_begin, out_ok, args.accumulate != 0));
-    slot.k_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin) / kWgradBlockRows);
-    slot.p_begin = position.p_begin;
-    slot.q_begin = position.q_begin;
-    slot.row_begin = static_cast<int32_t>(rows.row_begin);
-    return slot;
-}
-
 // Run by every lane of one warp, as grouped_gemm_sm90.cuh's producer: the loop's state is
 // warp-uniform; one lane publishes the tiles, arms the stages and issues the loads.
 template <class Cfg>
@@ -144,7 +107,7 @@ __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const 
     int64_t item = dynamic ? claim_item(args.tile_counter, leader) : blockIdx.x;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
-        const WgradTileSlot tile = plan_tile(tiles.at(item), cursor, args);
+        const WgradTileSlot tile = plan_tile<Cfg::kBlockRows>(tiles.at(item), cursor, args);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
         if (leader) {
@@ -225,20 +188,6 @@ __device__ __forceinline__ void wgrad_main_loop(WgradSharedStorage<Cfg>& s, int3
     for (int r = 0; r < Cfg::kTileQ / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
 }
 
-// Lane 0 reads the slot, the warp shares it, and lane 0 releases it: every read of the slot is
-// followed in its own thread by the arrive the producer waits for.
-__device__ __forceinline__ WgradTileSlot read_wgrad_slot(const WgradTileSlot* slot, int lane) {
-    WgradTileSlot tile{};
-    if (lane == 0) tile = *slot;
-    tile.out = __shfl_sync(0xffffffffu, tile.out, 0);
-    tile.expert = __shfl_sync(0xffffffffu, tile.expert, 0);
-    tile.action = __shfl_sync(0xffffffffu, tile.action, 0);
-    tile.k_blocks = __shfl_sync(0xffffffffu, tile.k_blocks, 0);
-    tile.p_begin = __shfl_sync(0xffffffffu, tile.p_begin, 0);
-    tile.q_begin = __shfl_sync(0xffffffffu, tile.q_begin, 0);
-    return tile;
-}
-
 template <class Cfg>
 __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const CUtensorMap* out_map,
                                               const WgradKernelArgs& args, int warpgroup) {
@@ -292,20 +241,6 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
     }
 }
 
-// Block 0 checks every offset and output pointer and writes the status word whole, so the host
-// need not clear it first. Every thread of block 0 calls this.
-template <class Cfg>
-__device__ __forceinline__ void report_wgrad_status(WgradSharedStorage<Cfg>& s, const WgradKernelArgs& args,
-                                                    int thread) {
-    for (int g = thread; g < args.num_experts; g += Cfg::kThreads) {
-        uint32_t bits = offset_status(g == 0 ? 0 : s.offsets[g - 1], s.offsets[g], args.m);
-        if (args.output_mode == kWgradOutputPointers) bits |= output_pointer_status(args.out_ptrs[g]);
-        if (bits != 0) atomicOr(&s.status, bits);
-    }
-    __syncthreads();
-    if (thread == 0) *args.device_status = s.status;
-}
-
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgrad_sm90(const __grid_constant__ CUtensorMap x1_map, const __grid_constant__ CUtensorMap x2_map,
@@ -338,7 +273,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
     __syncthreads();
 
-    if (blockIdx.x == 0 && args.device_status != nullptr) report_wgrad_status<Cfg>(s, args, thread);
+    if (blockIdx.x == 0 && args.device_status != nullptr) {
+        report_wgrad_status<Cfg::kThreads>(s.offsets, &s.status, args, thread);
+    }
 
     // Through a shuffle, so the compiler knows it is warp-uniform: the wgmma descriptors, which
     // depend on it, are then built in uniform registers (kernels/sm90/grouped_gemm_sm90.cuh).

@@ -16,6 +16,13 @@
 #            the other weight layout's; the N-major kernels (Config's last argument 1) build their
 #            B descriptors with the MN-major leading byte offset (8192 >> 4 at bit 16: 0x2000000),
 #            the K-major ones (0) never, and load B as tile_n / 64 / cta_group TMA boxes per stage
+#            The weight-gradient kernels (wgrad_sm100, one CTA) contain UTCHMMA, UTCBAR, LDTM.x32,
+#            TMEM allocation and release, 2D TMA loads and mbarrier waits, no cta_group::2 form, no
+#            cluster barrier and no local memory; each moves its instruction descriptor (M = 128,
+#            N = tile_q, transpose A and transpose B: both operands MN-major) into a uniform register
+#            as an immediate, and never a descriptor with only one of the two transpose bits; it
+#            builds both operands' descriptors with the MN-major leading byte offset (0x2000000)
+#            and loads 2 + tile_q / 64 boxes of 64 columns per stage
 #   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; the warp-store kernels
 #            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
@@ -134,6 +141,47 @@ check_nmajor_boxes() {
             fail "$arch $name: $loads_3d 3D and $loads_2d 2D TMA loads, expected $boxes and $(( boxes + 1 ))"
         fi
     done
+}
+
+# check_wgrad_sm100 SET: every wgrad_sm100 kernel in $work/SET/ (WgradConfig<tile_q, stages>) holds
+# its instruction descriptor as an immediate (bf16 x bf16 -> f32, transpose A bit 15 and transpose
+# B bit 16 set, N = tile_q, M = 128; PTX ISA 9.7.16.4.2 Table 42) and neither one-transpose form,
+# ORs the MN-major leading byte offset into both operands' descriptors (two ULOP3.LUT with
+# 0x2000000), and issues 2 + tile_q / 64 2D TMA loads (X1's two boxes, X2's tile_q / 64), unrolled.
+check_wgrad_sm100() {
+    local arch="$1" file name tile_q expected only_a only_b loads lbo found=0
+    for file in "$work/$arch"/*wgrad_sm100*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ WgradConfigILi([0-9]+)ELi[0-9]+EE ]] || continue
+        found=$((found + 1))
+        tile_q="${BASH_REMATCH[1]}"
+        expected="$(printf '0x%x' $(( (1 << 4) | (1 << 7) | (1 << 10) | (1 << 15) | (1 << 16) | ((tile_q >> 3) << 17) |
+                                       ((128 >> 4) << 24) )))"
+        only_b="$(printf '0x%x' $(( expected ^ (1 << 15) )))" only_a="$(printf '0x%x' $(( expected ^ (1 << 16) )))"
+        if ! grep -qE "UMOV UR[0-9]+, ${expected} ;" "$file"; then
+            fail "$arch $name: no instruction descriptor $expected (UMOV) with both operands MN-major"
+        elif grep -qE "UMOV UR[0-9]+, (${only_a}|${only_b}) ;" "$file"; then
+            fail "$arch $name: holds an instruction descriptor with only one operand MN-major"
+        else
+            pass "$arch $name: instruction descriptor $expected (transpose A and B)"
+        fi
+        lbo="$(grep -cE '^[[:space:]]*/\*[0-9a-f]+\*/[[:space:]]+(@!?U?P[0-9T] +)?ULOP3\.LUT [^;]*0x2000000,' "$file")"
+        if [[ "$lbo" -ge 2 ]]; then
+            pass "$arch $name: MN-major leading byte offset in both operands' descriptors ($lbo ULOP3.LUT)"
+        else
+            fail "$arch $name: $lbo ULOP3.LUT with the MN-major leading byte offset 0x2000000, expected 2 (A and B)"
+        fi
+        loads="$(grep -cE '^[[:space:]]*/\*[0-9a-f]+\*/[[:space:]]+(@!?U?P[0-9T] +)?UTMALDG\.2D' "$file")"
+        if [[ "$loads" -eq $(( 2 + tile_q / 64 )) ]]; then
+            pass "$arch $name: $loads 64-column boxes per stage (2 of X1, $(( tile_q / 64 )) of X2)"
+        else
+            fail "$arch $name: $loads 2D TMA loads, expected $(( 2 + tile_q / 64 ))"
+        fi
+    done
+    if [[ $found -ne 3 ]]; then
+        fail "$arch: $found wgrad_sm100 kernels in $library, expected 3 (tile_q 128, 192, 256)"
+    fi
 }
 
 # ---- split the disassembly into one file per kernel ----------------------------------------------
@@ -279,6 +327,11 @@ if disassemble sm_100a; then
             fail "sm_100a $name: neither a K-major nor an N-major Config; update check_sass.sh"
         fi
     done
+    # The weight gradient: one CTA, tcgen05 with both operands MN-major, TMEM drained by LDTM.
+    check_kernels sm_100a 'wgrad_sm100' 'UTCHMMA ' 'UTCBAR ' 'LDTM\.x32' 'UTCATOMSWS\.FIND_AND_SET' \
+        'UTCATOMSWS\.AND' 'UTMALDG\.2D ' 'SYNCS\.PHASECHK'
+    check_absent sm_100a 'wgrad_sm100' '[A-Z0-9_.]*\.2CTA' 'UCGABAR' 'UTMALDG\.3D'
+    check_wgrad_sm100 sm_100a
     # The N-major kernels exist: three one-CTA widths and two pairs (the pair of 192 has none).
     nmajor_count="$(ls "$work/sm_100a" | grep -cE "$sm100_nmajor")"
     if [[ "$nmajor_count" -eq 5 ]]; then
@@ -343,7 +396,7 @@ awk '
 ' "$work/res.txt" | sed 's/  */ /g; s/^ /  /'
 while read -r line; do
     name="$(echo "$line" | awk '{print $1}')"
-    [[ "$name" =~ grouped_gemm_sm(90|100)|wgrad_sm90 ]] || continue
+    [[ "$name" =~ grouped_gemm_sm(90|100)|wgrad_sm(90|100) ]] || continue
     local_bytes="$(echo "$line" | grep -oE 'LOCAL:[0-9]+' | cut -d: -f2)"
     stack_bytes="$(echo "$line" | grep -oE 'STACK:[0-9]+' | cut -d: -f2)"
     if [[ "${local_bytes:-x}" == "0" && "${stack_bytes:-x}" == "0" ]]; then
