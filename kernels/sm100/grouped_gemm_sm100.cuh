@@ -12,8 +12,9 @@
 // One CTA per SM, 6 warps:
 //   warps 0-3  epilogue: warp w drains TMEM lanes [32 (w % 4), +32) = rows of the tile, staging
 //              32 x 32 slices in its own shared buffer for store_chunk (epilogue_sm100.cuh), or
-//              with a fused GLU forward pairs of 32-column gate and up halves (drain_glu); rows
-//              past an expert's valid-row count are not stored
+//              with a fused GLU forward pairs of 32-column gate and up halves (drain_glu), with
+//              dGLU 32-column chunks of R and the row's saved pre-activation from global memory
+//              (drain_dglu); rows past an expert's valid-row count are not stored
 //   warp 4     producer: one thread walks the tile schedule, publishes each tile to the other
 //              roles through a small ring, and streams A and B k-blocks into the stage ring
 //   warp 5     MMA: allocates TMEM; one thread issues tcgen05.mma (M = 128, cta_group::1) into
