@@ -8,10 +8,12 @@
 // kernels (src/variants_sm90.cu, src/variants_sm100.cu) include it, hence .cuh.
 #pragma once
 
+#include "kernels/common/glu_reduce.cuh"
 #include "kernels/common/params.h"
 #include "kernels/common/weight_maps.cuh"
 #include "src/driver_launch.h"
 #include "src/kernel_variant.h"
+#include "src/workspace.h"
 
 namespace ggemm {
 
@@ -98,6 +100,20 @@ template <GemmKernelWithPreMap kKernel>
 cudaError_t launch_gemm_with_pre_map(const LaunchParams& p, int threads, int smem_bytes, cudaStream_t stream) {
     return launch_persistent<kKernel>(p, threads, smem_bytes, 1, stream, p.a_map, p.b_map, p.d_map, p.pre_map,
                                       p.args);
+}
+
+using ReduceDProbKernel = void (*)(const float*, int64_t, int64_t, float*);
+
+// dGLU: d_prob from the GEMM's partial sums by kReduce (the architecture's reduce_d_prob,
+// kernels/common/glu_reduce.cuh), in stream order after the GEMM.
+template <ReduceDProbKernel kReduce>
+cudaError_t launch_reduce_d_prob(const KernelArgs& args, cudaStream_t stream) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>((args.m + kReduceDProbThreads - 1) / kReduceDProbThreads));
+    config.blockDim = dim3(kReduceDProbThreads);
+    config.stream = stream;
+    return cudaLaunchKernelEx(&config, kReduce, static_cast<const float*>(args.d_prob_partials),
+                              static_cast<int64_t>(glu_partial_blocks(args.n)), args.m, args.d_prob);
 }
 
 }  // namespace ggemm

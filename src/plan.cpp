@@ -200,6 +200,12 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     } else {
         appendf(&text, "output: D stored by TMA from a tile buffer in shared memory\n");
     }
+    if (desc.glu_backward && variant.arch == 100) {
+        appendf(&text,
+                "dGLU on SM100: each epilogue thread owns one row of R (its TMEM lane) and reads that row's saved "
+                "pre-activation from global memory (into the L2 before the tile's accumulator is waited for); "
+                "compiled for sm_100a and checked on the CPU only, never run on an SM100 GPU\n");
+    }
     if (kernel_prefix != nullptr) appendf(&text, "kernels restricted to names starting with GGEMM_KERNEL=%.60s\n", kernel_prefix);
     appendf(&text, "why: highest score of %zu candidate%s (then the fill rule below); score = width efficiency x column use x tile_m x cluster x grid use x output\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");

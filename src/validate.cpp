@@ -413,13 +413,6 @@ ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const Devic
                     weight_layout_name(desc.weight_layout), desc.weight_layout, arch, desc.device, device.name,
                     arch, weight_layout_name(desc.weight_layout));
     }
-    if (desc.glu_backward && arch != 90) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
-                    "desc->glu_backward = 1 is not supported on SM%d (device %d, %s): dGLU runs on SM90 only; "
-                    "compute the plain input gradient (glu_backward = 0, activation = GGEMM_ACTIVATION_NONE) and "
-                    "the activation's derivative separately",
-                    arch, desc.device, device.name);
-    }
     status = check_override("tile_m", desc.tile_m, variants, arch, &KernelVariant::tile_m);
     if (status != GGEMM_SUCCESS) return status;
     status = check_override("tile_n", desc.tile_n, variants, arch, &KernelVariant::tile_n);

@@ -17,6 +17,12 @@ namespace ggemm {
 
 namespace sm100 {
 
+// dGLU: d_prob from the GEMM's partial sums (kernels/common/glu_reduce.cuh), compiled for sm_100a.
+__global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(const float* partials, int64_t blocks,
+                                                                     int64_t m, float* d_prob) {
+    reduce_d_prob_row(partials, blocks, m, d_prob);
+}
+
 template <class Cfg>
 cudaError_t prepare() {
     return cudaFuncSetAttribute(grouped_gemm_sm100<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -24,11 +30,15 @@ cudaError_t prepare() {
 }
 
 // A pair kernel is launched in clusters of two CTAs along x (rank = blockIdx.x % 2); the planner's
-// grid is a multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid).
+// grid is a multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid). dGLU
+// enqueues the reduction of d_prob's partials after the GEMM.
 template <class Cfg>
 cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
     if (p.grid <= 0 || p.grid % Cfg::kCtaGroup != 0) return cudaErrorInvalidConfiguration;
-    return launch_gemm<grouped_gemm_sm100<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kCtaGroup, stream);
+    const cudaError_t error =
+        launch_gemm<grouped_gemm_sm100<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kCtaGroup, stream);
+    if (error != cudaSuccess || !p.args.glu_backward) return error;
+    return launch_reduce_d_prob<reduce_d_prob>(p.args, stream);
 }
 
 }  // namespace sm100

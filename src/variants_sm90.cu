@@ -16,6 +16,12 @@
 
 namespace ggemm {
 
+// dGLU: d_prob from the GEMM's partial sums (kernels/common/glu_reduce.cuh).
+__global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(const float* partials, int64_t blocks,
+                                                                     int64_t m, float* d_prob) {
+    reduce_d_prob_row(partials, blocks, m, d_prob);
+}
+
 namespace sm90 {
 
 template <class Cfg>
@@ -32,17 +38,6 @@ cudaError_t prepare() {
     }
 }
 
-// dGLU: d_prob from the GEMM's partial sums, in stream order after it.
-inline cudaError_t launch_reduce_d_prob(const KernelArgs& args, cudaStream_t stream) {
-    constexpr int kThreads = 256;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>((args.m + kThreads - 1) / kThreads));
-    config.blockDim = dim3(kThreads);
-    config.stream = stream;
-    return cudaLaunchKernelEx(&config, reduce_d_prob, static_cast<const float*>(args.d_prob_partials),
-                              static_cast<int64_t>(glu_partial_blocks(args.n)), args.m, args.d_prob);
-}
-
 // Clusters of kClusterM CTAs along x (rank = blockIdx.x % kClusterM); the planner's grid is a
 // multiple of the variant's cluster_m (src/heuristics.cpp, persistent_grid).
 template <class Cfg>
@@ -52,7 +47,7 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
         const cudaError_t error =
             launch_gemm_with_pre_map<grouped_gemm_sm90_dglu<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, stream);
         if (error != cudaSuccess) return error;
-        return launch_reduce_d_prob(p.args, stream);
+        return launch_reduce_d_prob<reduce_d_prob>(p.args, stream);
     } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
         return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                              Cfg::kClusterM, stream);
@@ -60,7 +55,7 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
         const cudaError_t error =
             launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
         if (error != cudaSuccess || !p.args.glu_backward) return error;
-        return launch_reduce_d_prob(p.args, stream);
+        return launch_reduce_d_prob<reduce_d_prob>(p.args, stream);
     }
 }
 

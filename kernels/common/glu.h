@@ -130,6 +130,23 @@ GGEMM_HD GluGrad glu_grad(float gate, float up, GluConstants k) {
     }
 }
 
+// dGLU's partial sum of d_prob over one 64-column block of R for one row, as one thread that owns
+// the whole row computes it (the SM100 epilogue), in the order of the SM90 epilogue's four lanes
+// per row (store_dglu_output, store_prob_partials): lane q sums R * act over the block's columns c
+// with (c % 8) / 2 = q, in column order from 0, and a butterfly adds the four sums as
+// (s0 + s1) + (s2 + s3). Keeping the four sums and adding them the same way gives the same bits
+// for the same terms.
+struct GluRowPartial {
+    float quarter[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    GGEMM_HD void add(int column, float term) {
+        float& sum = quarter[(column % 8) / 2];
+        sum = glu_add(sum, term);
+    }
+    GGEMM_HD float total() const {
+        return glu_add(glu_add(quarter[0], quarter[1]), glu_add(quarter[2], quarter[3]));
+    }
+};
+
 // Where pre-activation column `column` goes: its 64-column block j = column / 64 is a gate half
 // (columns 64j .. 64j+31) and an up half (64j+32 .. 64j+63); output column 32j + column % 32.
 GGEMM_HD bool glu_is_gate(int64_t column) { return column % (2 * kGluBlockColumns) < kGluBlockColumns; }

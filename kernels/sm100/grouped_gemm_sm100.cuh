@@ -12,8 +12,9 @@
 // One CTA per SM, 6 warps:
 //   warps 0-3  epilogue: warp w drains TMEM lanes [32 (w % 4), +32) = rows of the tile, staging
 //              32 x 32 slices in its own shared buffer for store_chunk (epilogue_sm100.cuh), or
-//              with a fused GLU forward pairs of 32-column gate and up halves (drain_glu); rows
-//              past an expert's valid-row count are not stored
+//              with a fused GLU forward pairs of 32-column gate and up halves (drain_glu), with
+//              dGLU 32-column chunks of R and the row's saved pre-activation from global memory
+//              (drain_dglu); rows past an expert's valid-row count are not stored
 //   warp 4     producer: one thread walks the tile schedule, publishes each tile to the other
 //              roles through a small ring, and streams A and B k-blocks into the stage ring
 //   warp 5     MMA: allocates TMEM; one thread issues tcgen05.mma (M = 128, cta_group::1) into
@@ -60,6 +61,7 @@
 #include "ptx/cta_pair.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/prefetch.cuh"
 #include "ptx/tcgen05.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/tmem.cuh"
@@ -478,6 +480,112 @@ __device__ __forceinline__ void drain_glu(const EpilogueTile& et, uint32_t taddr
     }
 }
 
+// One row's saved pre-activation for one 32-column chunk of R: the gate half (kGluBlockColumns
+// elements from `index`) and the up half (the next kGluBlockColumns), widened to fp32.
+template <int32_t kDtype>
+__device__ __forceinline__ void load_pre_halves_as(const void* pre, int64_t index, float (&gate)[kGluBlockColumns],
+                                                   float (&up)[kGluBlockColumns]) {
+#pragma unroll
+    for (int c = 0; c < kGluBlockColumns; c += 4) {
+        const float4 g = load_quad(pre, kDtype, index + c);
+        const float4 u = load_quad(pre, kDtype, index + kGluBlockColumns + c);
+        gate[c] = g.x, gate[c + 1] = g.y, gate[c + 2] = g.z, gate[c + 3] = g.w;
+        up[c] = u.x, up[c + 1] = u.y, up[c + 2] = u.z, up[c + 3] = u.w;
+    }
+}
+
+// The same of the dtype given at run time: one choice for the chunk's sixteen loads.
+__device__ __forceinline__ void load_pre_halves(const void* pre, int32_t dtype, int64_t index,
+                                                float (&gate)[kGluBlockColumns], float (&up)[kGluBlockColumns]) {
+    switch (dtype) {
+        case kBF16: load_pre_halves_as<kBF16>(pre, index, gate, up); break;
+        case kFP16: load_pre_halves_as<kFP16>(pre, index, gate, up); break;
+        default: load_pre_halves_as<kFP32>(pre, index, gate, up); break;
+    }
+}
+
+// dGLU: the tile's saved pre-activation columns of one row into the L2 ([2 n_begin, 2 min(n_begin
+// + tile_n, N)), the 128-byte lines that hold them), issued before the epilogue waits for the
+// tile's accumulator so that the loads of drain_dglu find them there.
+template <class Cfg>
+__device__ __forceinline__ void prefetch_pre_row(const KernelArgs& args, int64_t row, int32_t n_begin) {
+    constexpr uintptr_t kLineBytes = 128;
+    const int32_t columns = args.n - n_begin < Cfg::kTileN ? args.n - n_begin : Cfg::kTileN;
+    const int64_t element = dtype_bytes(args.glu_pre_dtype);
+    const uintptr_t first = reinterpret_cast<uintptr_t>(args.glu_pre) +
+                            static_cast<uintptr_t>((row * 2 * args.n + 2 * int64_t{n_begin}) * element);
+    const uintptr_t end = first + static_cast<uintptr_t>(2 * columns * element);
+    for (uintptr_t line = first & ~(kLineBytes - 1); line < end; line += kLineBytes) {
+        ptx::prefetch_global_l2(reinterpret_cast<const void*>(line));
+    }
+}
+
+// dGLU's epilogue for the warp's 32 rows (lane = row), one 32-column chunk of R at a time. R's
+// column 32j + i pairs with the saved pre-activation's gate at 64j + i and up at 64j + 32 + i
+// (the forward's interleaved blocks), so chunk j of R reads and writes the 64-column block j of
+// the pre-activation and of d_pre (M x 2N): each thread loads its row's 64 pre-activation values
+// (whole 128-byte lines of a 16-bit dtype), and d_pre's gate and up halves are staged and stored
+// 32 columns at a time. The arithmetic is the SM90 epilogue's (store_dglu_output): R = alpha *
+// acc, d_pre = (R * prob) * d act, d_prob's partial = sum of R * act per 64-column block of R,
+// one per row and block into the workspace (glu_reduce.cuh adds the blocks in order).
+template <class Cfg, int32_t kActivation>
+__device__ __forceinline__ void drain_dglu(const EpilogueTile& et, uint32_t taddr, float* staged, float prob,
+                                           int64_t row_begin, int rows, int32_t n_begin, int lane) {
+    constexpr int kBlock = 2 * kGluBlockColumns;  // columns of R per partial sum
+    static_assert(kGluBlockColumns == kEpilogueChunkCols, "a chunk of R is one gate or up half");
+    static_assert(Cfg::kTileN % kBlock == 0, "a tile holds whole 64-column blocks of R");
+    const int64_t row = row_begin + lane;
+    const bool own_row = lane < rows;  // past a valid-row end: nothing loaded or stored
+    const int32_t pre_n = 2 * et.n;    // columns of the pre-activation and of d_pre
+    GluRowPartial partial;
+#pragma unroll 1
+    for (int chunk = 0; chunk < Cfg::kTileN / kGluBlockColumns; ++chunk) {
+        const int32_t r_col = n_begin + chunk * kGluBlockColumns;
+        if (r_col >= et.n) break;  // N is a multiple of 32: the tail holds whole chunks only
+        float gate[kGluBlockColumns] = {}, up[kGluBlockColumns] = {};
+        if (own_row) load_pre_halves(et.glu_pre, et.glu_pre_dtype, row * pre_n + 2 * int64_t{r_col}, gate, up);
+        uint32_t acc[kGluBlockColumns];
+        ptx::tmem_load_32x32b_x32(taddr + chunk * kGluBlockColumns, acc);
+        ptx::tmem_wait_load();
+        ptx::tmem_hold_registers(acc);
+        float d_gate[kGluBlockColumns], d_up[kGluBlockColumns];
+#pragma unroll
+        for (int c = 0; c < kGluBlockColumns; ++c) {
+            const float r = scaled_value(et.alpha, __uint_as_float(acc[c]));
+            const GluGrad d = glu_grad<kActivation>(gate[c], up[c], et.glu);
+            const float rp = __fmul_rn(r, prob);
+            d_gate[c] = __fmul_rn(rp, d.d_gate);
+            d_up[c] = __fmul_rn(rp, d.d_up);
+            partial.add(c, __fmul_rn(r, d.act));
+        }
+        store_row_values(d_gate, staged, et.d, et.d_dtype, pre_n, row_begin, rows, 2 * r_col, lane);
+        store_row_values(d_up, staged, et.d, et.d_dtype, pre_n, row_begin, rows, 2 * r_col + kGluBlockColumns,
+                         lane);
+        // A 64-column block of R ends here (or R does): the row's partial sum of d_prob.
+        if ((r_col + kGluBlockColumns) % kBlock == 0 || r_col + kGluBlockColumns >= et.n) {
+            if (own_row) et.d_prob_partials[r_col / kBlock * et.m + row] = partial.total();
+            partial = GluRowPartial{};
+        }
+    }
+}
+
+// The fused epilogues of a warp with valid rows: dGLU, or the GLU forward.
+template <class Cfg>
+__device__ __forceinline__ void drain_fused(const EpilogueTile& et, uint32_t taddr, float* staged, float prob,
+                                            int64_t row_begin, int rows, int32_t n_begin, int lane) {
+    if (et.glu_backward) {
+        if (et.activation == kActivationSwiglu) {
+            drain_dglu<Cfg, kActivationSwiglu>(et, taddr, staged, prob, row_begin, rows, n_begin, lane);
+        } else {
+            drain_dglu<Cfg, kActivationClampedGeglu>(et, taddr, staged, prob, row_begin, rows, n_begin, lane);
+        }
+    } else if (et.activation == kActivationSwiglu) {
+        drain_glu<Cfg, kActivationSwiglu>(et, taddr, staged, prob, row_begin, rows, n_begin, lane);
+    } else {
+        drain_glu<Cfg, kActivationClampedGeglu>(et, taddr, staged, prob, row_begin, rows, n_begin, lane);
+    }
+}
+
 // Layout D (M = 128, cta_group::1): tile row r is TMEM lane r, tile column c is column
 // (buffer base + c). A pair (M = 256, cta_group::2) keeps the same per-CTA picture: the CTA's 128
 // rows of the 256 are lanes 0-127 of its own TMEM, tile_n columns. Warp w reads lanes
@@ -499,28 +607,27 @@ __device__ __forceinline__ void drain(SharedStorage<Cfg>& s, const KernelArgs& a
         if (lane == 0) release_to_leader<Cfg>(&s.tile_empty[slot]);
         if (tile.expert < 0) return;
 
+        // The warp's rows before the tile's valid-row end (all 32 without counts).
+        const int64_t warp_row_begin = tile.row_begin + static_cast<int64_t>(lane_base);
+        const int64_t valid = tile.row_end - warp_row_begin;
+        const int warp_rows = valid < 0 ? 0 : (valid > 32 ? 32 : static_cast<int>(valid));
+        if (args.glu_backward && lane < warp_rows) prefetch_pre_row<Cfg>(args, warp_row_begin + lane, tile.n_begin);
+
         const uint32_t buffer = i & 1;
         const uint32_t use = (i >> 1) & 1;
         ptx::mbarrier_wait(&s.accum_full[buffer], use);
         ptx::tcgen05_fence_after_thread_sync();
 
         const EpilogueTile et = epilogue_tile(args, tile.expert);
-        const int64_t warp_row_begin = tile.row_begin + static_cast<int64_t>(lane_base);
-        // The warp's rows before the tile's valid-row end (all 32 without counts).
-        const int64_t valid = tile.row_end - warp_row_begin;
-        const int warp_rows = valid < 0 ? 0 : (valid > 32 ? 32 : static_cast<int>(valid));
         float* staged_prob = s.prob[warp];
         staged_prob[lane] = prob_of(args.prob, warp_row_begin + lane);  // visible after the first __syncwarp
         const uint32_t taddr =
             tmem_address(tmem_base, lane_base, accumulator_column(buffer, Cfg::kTileN));
         // A warp with no valid row loads and stores nothing (the same for the whole warp, as
-        // tcgen05.ld requires); a fused GLU drains the tile by gate-and-up blocks instead of chunks.
-        if (warp_rows > 0 && et.activation == kActivationSwiglu) {
-            drain_glu<Cfg, kActivationSwiglu>(et, taddr, staged, staged_prob[lane], warp_row_begin, warp_rows,
-                                              tile.n_begin, lane);
-        } else if (warp_rows > 0 && et.activation == kActivationClampedGeglu) {
-            drain_glu<Cfg, kActivationClampedGeglu>(et, taddr, staged, staged_prob[lane], warp_row_begin,
-                                                    warp_rows, tile.n_begin, lane);
+        // tcgen05.ld requires); a fused GLU or dGLU drains the tile by its own blocks instead of
+        // chunks.
+        if (warp_rows > 0 && et.activation != kActivationNone) {
+            drain_fused<Cfg>(et, taddr, staged, staged_prob[lane], warp_row_begin, warp_rows, tile.n_begin, lane);
         }
         const int chunks = et.activation == kActivationNone && warp_rows > 0 ? Cfg::kTileN / Cfg::kEpilogueChunk : 0;
 #pragma unroll 1

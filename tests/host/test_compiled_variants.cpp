@@ -10,6 +10,7 @@
 #include "kernels/common/contract.h"
 
 #include "src/plan.h"
+#include "src/workspace.h"
 #include "tests/host/test_fakes.h"
 
 using namespace ggemm_fakes;
@@ -203,6 +204,61 @@ TEST_CASE("compiled variants: dGLU with a bf16 pre-activation and d_pre takes th
             desc.activation = GGEMM_ACTIVATION_SWIGLU;
             desc.n = 2 * shape.n;  // the forward of the same layer: N is the pre-activation's width
             CHECK(chosen(desc, sm90_device(), 90).find("_dglu_") == std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("compiled variants: dGLU on SM100 (never run) takes an SM100 kernel of its weight layout, one CTA or a pair") {
+    for (const int32_t layout : {GGEMM_WEIGHT_LAYOUT_K_MAJOR, GGEMM_WEIGHT_LAYOUT_N_MAJOR}) {
+        for (const int32_t pre_dtype : {GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32}) {
+            ggemm_plan_desc desc = valid_desc();
+            desc.activation = GGEMM_ACTIVATION_CLAMPED_GEGLU;
+            desc.glu_backward = 1;
+            desc.glu_pre_dtype = pre_dtype;
+            desc.d_dtype = pre_dtype;
+            desc.weight_layout = layout;
+            desc.n = 2880 / 2;  // R's width (gpt-oss): a multiple of 32, its last 64-column block half full
+            CAPTURE(layout);
+            CAPTURE(pre_dtype);
+            ggemm_plan plan;
+            REQUIRE_MESSAGE(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) ==
+                                GGEMM_SUCCESS,
+                            std::string(ggemm::last_error()));
+            const std::string name = plan.variant.name;
+            CHECK(name.rfind("sm100_", 0) == 0);
+            CHECK((name.find("_nmajor") != std::string::npos) == (layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR));
+            CHECK(name.find("_c2") == std::string::npos);
+            CHECK(plan.description.find("activation: clamped GeGLU backward (dGLU) fused in the epilogue") !=
+                  std::string::npos);
+            CHECK(plan.description.find("compiled for sm_100a and checked on the CPU only, never run on an SM100 GPU") !=
+                  std::string::npos);
+            // The workspace: the plan's fields, then one fp32 partial per row and 64-column block of
+            // R for m_capacity rows, whatever the tile width.
+            const uint64_t partials = ggemm::glu_partials_bytes(desc.n, desc.m_capacity);
+            CHECK(partials == (4ull * 23 * static_cast<uint64_t>(desc.m_capacity) + 127) / 128 * 128);
+            CHECK(plan.workspace_bytes ==
+                  ggemm::workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts) + partials);
+            // Every tile width, and a CTA pair when asked for (256 and 128 columns in either
+            // layout, 192 K-major only: the pair of 192 has no N-major form).
+            for (const int32_t tile_n : {128, 192, 256}) {
+                desc.tile_n = tile_n;
+                desc.tile_m = 0;
+                REQUIRE_MESSAGE(ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan) ==
+                                    GGEMM_SUCCESS,
+                                std::string(ggemm::last_error()));
+                CHECK(plan.variant.tile_n == tile_n);
+                desc.tile_m = 256;
+                const ggemm_status_t pair =
+                    ggemm::build_plan(desc, sm100_device(), ggemm::compiled_variants(100), &plan);
+                if (tile_n == 192 && layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR) {
+                    CHECK(pair == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+                } else {
+                    REQUIRE_MESSAGE(pair == GGEMM_SUCCESS, std::string(ggemm::last_error()));
+                    CHECK(plan.variant.cluster_m == 2);
+                    CHECK(plan.workspace_bytes ==
+                          ggemm::workspace_bytes(desc.weight_mode, desc.scheduler, desc.num_experts) + partials);
+                }
+            }
         }
     }
 }

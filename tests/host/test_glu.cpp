@@ -139,15 +139,63 @@ TEST_CASE("glu: refusals name the field, the value and the rule") {
     desc.glu_scale = desc.glu_limit = desc.glu_offset = 0.0f;
     CHECK(ggemm::validate_desc_fields(desc) == GGEMM_SUCCESS);
 
-    // SM100 fuses the GLU forward, not dGLU.
+    // SM100 fuses the GLU forward and dGLU (compiled, never run: docs/SM100.md).
     const std::vector<ggemm::KernelVariant> variants = output_variants();
     ggemm_plan plan;
     desc = glu_desc(GGEMM_ACTIVATION_SWIGLU);
     CHECK(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
     CHECK(plan.variant.arch == 100);
     desc.glu_backward = 1;
+    REQUIRE_MESSAGE(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_SUCCESS,
+                    std::string(ggemm::last_error()));
+    CHECK(plan.variant.arch == 100);
+    CHECK(plan.description.find("dGLU on SM100: each epilogue thread owns one row of R") != std::string::npos);
+    // What dGLU refuses everywhere stays refused there: C, a bias, split-K.
+    desc.generate_c = 1;
+    CHECK(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_ERROR_INVALID_VALUE);
+    CHECK(message_contains("desc->generate_c must be 0 with desc->glu_backward = 1"));
+    desc.generate_c = 0;
+    desc.split_k = 2;
     CHECK(ggemm::build_plan(desc, sm100_device(), list_of(variants), &plan) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
-    CHECK(message_contains("desc->glu_backward = 1 is not supported on SM100"));
+    CHECK(message_contains("desc->split_k = 2 with desc->activation = SwiGLU"));
+}
+
+TEST_CASE("glu: dGLU's row partial of d_prob (SM100, one thread per row) adds as SM90's four lanes do") {
+    // Terms of one row's 64-column block of R, of mixed magnitudes so that the order shows.
+    float terms[64];
+    for (int c = 0; c < 64; ++c) {
+        const float scale = (c % 3 == 0) ? 1.0e7f : (c % 3 == 1 ? 1.0f : 1.0e-3f);
+        terms[c] = scale * static_cast<float>((c * 37) % 19 - 9) / 7.0f;
+    }
+    // SM90 (store_dglu_output): lane q of a row's four holds columns 8g + 2q, 8g + 2q + 1 of
+    // each R group g in column order, then the butterfly adds lanes q ^ 1 and then q ^ 2.
+    float lane_sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int g = 0; g < 8; ++g) {
+        for (int q = 0; q < 4; ++q) {
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q];
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q + 1];
+        }
+    }
+    const float pair01 = lane_sums[0] + lane_sums[1];
+    const float pair23 = lane_sums[2] + lane_sums[3];
+    const float sm90 = pair01 + pair23;
+    ggemm::GluRowPartial partial;
+    for (int c = 0; c < 64; ++c) partial.add(c, terms[c]);
+    CHECK(partial.total() == sm90);
+    float in_order = 0.0f;
+    for (const float term : terms) in_order = in_order + term;
+    CHECK(in_order != sm90);  // the terms tell the orders apart
+    // R's last block may be 32 columns wide: its first half alone.
+    lane_sums[0] = lane_sums[1] = lane_sums[2] = lane_sums[3] = 0.0f;
+    for (int g = 0; g < 4; ++g) {
+        for (int q = 0; q < 4; ++q) {
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q];
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q + 1];
+        }
+    }
+    ggemm::GluRowPartial half;
+    for (int c = 0; c < 32; ++c) half.add(c, terms[c]);
+    CHECK(half.total() == (lane_sums[0] + lane_sums[1]) + (lane_sums[2] + lane_sums[3]));
 }
 
 TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that fuses the GLU, and describes it") {

@@ -266,6 +266,20 @@ TEST_CASE_FIXTURE(ExecuteFixture, "valid-row counts: refused with dGLU, which wr
     args.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice);
     CHECK(ggemm::validate_args(plan, args, plan.desc.m_capacity, 0, oracle) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
     CHECK_MESSAGE(message_contains("args->valid_rows is set but the plan is dGLU"), std::string(ggemm::last_error()));
+
+    // The same on SM100, whose one-CTA kernels take counts otherwise.
+    ggemm_plan_desc desc = plan.desc;
+    ggemm_plan sm100;
+    REQUIRE(ggemm::build_plan(desc, sm100_device(), list_of(variants), &sm100) == GGEMM_SUCCESS);
+    REQUIRE(sm100.variant.arch == 100);
+    REQUIRE(sm100.variant.cluster_m == 1);
+    args = args_for(sm100);
+    args.glu_pre = at(kDevice0 + 13 * kSlice);
+    args.d_prob = at<float>(kDevice0 + 14 * kSlice);
+    CHECK(ggemm::validate_args(sm100, args, sm100.desc.m_capacity, 0, oracle) == GGEMM_SUCCESS);
+    args.valid_rows = at<const int32_t>(kDevice0 + 12 * kSlice);
+    CHECK(ggemm::validate_args(sm100, args, sm100.desc.m_capacity, 0, oracle) == GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK_MESSAGE(message_contains("args->valid_rows is set but the plan is dGLU"), std::string(ggemm::last_error()));
 }
 
 TEST_CASE("split-K: refused with a fused activation, which needs whole sums of K") {

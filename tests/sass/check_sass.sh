@@ -6,7 +6,10 @@
 #            (LDTM), TMEM allocation and release (UTCATOMSWS.FIND_AND_SET / UTCATOMSWS.AND), the
 #            MMA-completion commit to an mbarrier (UTCBAR), TMA loads (UTMALDG) and mbarrier waits
 #            (SYNCS.PHASECHK), the fused GLU's sigmoid (MUFU.EX2, MUFU.RCP); no local memory
-#            (no LDL/STL, LOCAL:0, STACK:0). The one-CTA kernels
+#            (no LDL/STL, LOCAL:0, STACK:0); dGLU's epilogue (drain_dglu): the L2 prefetch of each
+#            row's saved pre-activation (CCTL.E.PF2), its 8- and 16-byte global loads (LDG.E.64 for
+#            a 16-bit dtype, LDG.E.128 for fp32); and the ordered reduction of d_prob's partials
+#            (ggemm::sm100::reduce_d_prob) is compiled for sm_100a. The one-CTA kernels
 #            (Config<N, stages, 1>) use only the cta_group::1 forms; the CTA-pair kernels
 #            (Config<N, stages, 2>) only the cta_group::2 forms: UTCHMMA.2CTA,
 #            UTCBAR.2CTA.MULTICAST, UTCATOMSWS.2CTA.FIND_AND_SET, UTMALDG.xD.2CTA, and the cluster
@@ -303,6 +306,9 @@ sm90_single="${sm90_config}ELi[01]ELi1EE"
 sm90_cluster="${sm90_config}ELi[01]ELi2EE"
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK' 'MUFU\.EX2' 'MUFU\.RCP'
+    # dGLU: each row's pre-activation prefetched into the L2, then loaded by the row's thread.
+    check_kernels sm_100a 'grouped_gemm_sm100' 'CCTL\.E\.PF2' 'LDG\.E\.64' 'LDG\.E\.128'
+    check_kernels sm_100a 'sm10013reduce_d_prob' 'LDG\.E' 'FADD' 'STG\.E'
     check_kernels sm_100a "$sm100_single" \
         'UTCHMMA ' 'UTCATOMSWS\.FIND_AND_SET' 'UTCBAR ' 'UTMALDG\.[23]D '
     check_absent sm_100a "$sm100_single" '[A-Z0-9_.]*\.2CTA' 'UCGABAR'
