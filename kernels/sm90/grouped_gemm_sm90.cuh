@@ -508,7 +508,8 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         WarpStoreOutput<kLoop> out;
         out.epilogue.t = epilogue_tile(args, tile.expert);
-        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(out.epilogue.t.alpha_at);  // after_main_loop loads it
+        // after_main_loop loads alpha
+        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(out.epilogue.t.alpha_at);
         out.epilogue.row_begin = row_begin;
         out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         out.epilogue.n_begin = tile.n_begin;
@@ -525,7 +526,8 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     } else {
         TmaStoreEpilogue e;
         e.t = epilogue_tile(args, tile.expert);
-        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(e.t.alpha_at);  // after_main_loop loads it
+        // after_main_loop loads alpha
+        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(e.t.alpha_at);
         e.prob = prob;
         e.buffer = s.output.d_tile[warpgroup];
         e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
