@@ -95,12 +95,18 @@ failures=0
 fail() { echo "check_sass: FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "check_sass: ok: $*"; }
 
+# instruction_descriptor N M A_MN B_MN: the tcgen05.mma kind::f16 instruction descriptor, worked
+# out here from PTX ISA 9.7.16.4.2 Table 42: dtype F32 (bits 4-5 = 1), atype and btype BF16
+# (bits 7-9, 10-12 = 1), transpose A = A_MN (bit 15), transpose B = B_MN (bit 16), N >> 3
+# (bits 17-22), M >> 4 (bits 24-28).
+instruction_descriptor() {
+    printf '0x%x' $(( (1 << 4) | (1 << 7) | (1 << 10) | ($3 << 15) | ($4 << 16) | (($1 >> 3) << 17) | (($2 >> 4) << 24) ))
+}
+
 # check_instruction_descriptors SET: every grouped_gemm_sm100 kernel in $work/SET/ moves the
 # instruction descriptor of its Config<tile_n, stages, cta_group, layout> into a uniform register
-# as an immediate (UMOV URn, 0x...), worked out here from PTX ISA 9.7.16.4.2 Table 42: dtype F32
-# (bits 4-5 = 1), atype and btype BF16 (bits 7-9, 10-12 = 1), transpose B = layout (bit 16),
-# N >> 3 (bits 17-22), M >> 4 with M = 128 x cta_group (bits 24-28); and never the descriptor of
-# the other weight layout.
+# as an immediate (UMOV URn, 0x...): M = 128 x cta_group, transpose B = layout; and never the
+# descriptor of the other weight layout.
 check_instruction_descriptors() {
     local arch="$1" file name tile_n cta_group layout expected other found=0
     for file in "$work/$arch"/*grouped_gemm_sm100*.sass; do
@@ -109,8 +115,7 @@ check_instruction_descriptors() {
         [[ "$name" =~ ConfigILi([0-9]+)ELi[0-9]+ELi([12])ELi([01])EE ]] || continue
         found=$((found + 1))
         tile_n="${BASH_REMATCH[1]}" cta_group="${BASH_REMATCH[2]}" layout="${BASH_REMATCH[3]}"
-        expected="$(printf '0x%x' $(( (1 << 4) | (1 << 7) | (1 << 10) | (layout << 16) | ((tile_n >> 3) << 17) |
-                                       (((128 * cta_group) >> 4) << 24) )))"
+        expected="$(instruction_descriptor "$tile_n" $(( 128 * cta_group )) 0 "$layout")"
         other="$(printf '0x%x' $(( expected ^ (1 << 16) )))"
         if ! grep -qE "UMOV UR[0-9]+, ${expected} ;" "$file"; then
             fail "$arch $name: no instruction descriptor $expected (UMOV) for its Config"
@@ -159,8 +164,7 @@ check_wgrad_sm100() {
         [[ "$name" =~ WgradConfigILi([0-9]+)ELi[0-9]+EE ]] || continue
         found=$((found + 1))
         tile_q="${BASH_REMATCH[1]}"
-        expected="$(printf '0x%x' $(( (1 << 4) | (1 << 7) | (1 << 10) | (1 << 15) | (1 << 16) | ((tile_q >> 3) << 17) |
-                                       ((128 >> 4) << 24) )))"
+        expected="$(instruction_descriptor "$tile_q" 128 1 1)"
         only_b="$(printf '0x%x' $(( expected ^ (1 << 15) )))" only_a="$(printf '0x%x' $(( expected ^ (1 << 16) )))"
         if ! grep -qE "UMOV UR[0-9]+, ${expected} ;" "$file"; then
             fail "$arch $name: no instruction descriptor $expected (UMOV) with both operands MN-major"
