@@ -21,7 +21,6 @@ namespace ggemm {
 // Per-tile constants of the epilogue.
 struct EpilogueTile {
     float alpha;          // alpha[expert] (1 without alpha)
-    const float* alpha_at;  // &alpha[expert], or nullptr without alpha
     const void* bias;     // this expert's bias row (bias + expert * N), or nullptr
     void* c;              // nullptr when C is not generated
     void* d;
@@ -41,8 +40,11 @@ struct EpilogueTile {
 
 __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
     EpilogueTile t;
-    t.alpha_at = args.alpha != nullptr ? args.alpha + expert : nullptr;
-    t.alpha = t.alpha_at != nullptr ? *t.alpha_at : 1.f;
+    // alpha[expert] is loaded per thread where the tile starts, its latency hidden by the main
+    // loop. A plain load of it went into a uniform register, and that move waited for the load
+    // before the tile's first wgmma could issue; the volatile load's result stays in a per-thread
+    // register, first read by the epilogue.
+    t.alpha = args.alpha != nullptr ? ptx::ld_global_in_place(args.alpha + expert) : 1.f;
     t.bias = nullptr;
     if (args.bias != nullptr) {
         const int64_t elem = dtype_bytes(args.bias_dtype);
@@ -62,16 +64,6 @@ __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, in
     t.d_prob_partials = args.d_prob_partials;
     t.m = args.m;
     return t;
-}
-
-// The epilogue's copy of a tile's constants, taken once the main loop is done, with alpha[expert]
-// loaded again there (from the L1, where the tile's start prefetched it). Loaded only at the
-// tile's start, alpha went into a uniform register right away, and that move waited for the
-// load before the tile's first wgmma could issue.
-template <class Epilogue>
-__device__ __forceinline__ Epilogue after_main_loop(Epilogue e) {
-    e.t.alpha = e.t.alpha_at != nullptr ? ptx::ld_global_in_place(e.t.alpha_at) : 1.f;
-    return e;
 }
 
 // prob[row]; 1 without prob (a NULL args.prob: every row's prob is 1).

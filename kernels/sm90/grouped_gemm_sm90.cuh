@@ -435,7 +435,7 @@ struct WarpStoreOutput {
     __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
-        const FragmentEpilogue e = after_main_loop(epilogue);
+        const FragmentEpilogue& e = epilogue;
         if constexpr (kLoop != TileLoop::kGeneral) {
             store_output<__nv_bfloat16, plain_value(kLoop), kWidth>(e, e.t.d, acc, e.t.n);
         } else {
@@ -446,7 +446,7 @@ struct WarpStoreOutput {
     // The fused GLU's epilogues, over the whole tile's accumulators up to `width` columns.
     template <int kTileN>
     __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t width) const {
-        const FragmentEpilogue e = after_main_loop(epilogue);
+        const FragmentEpilogue& e = epilogue;
         begin_epilogue(e, bias_pair);
         store_fused_tile<kTileN>(e, acc, width);
     }
@@ -463,10 +463,10 @@ struct TmaStoreOutput {
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
         if constexpr (kLoop != TileLoop::kGeneral) {
-            store_passes<plain_value(kLoop), float, kActivationNone, kWidth, kStoreAtoms>(after_main_loop(epilogue),
+            store_passes<plain_value(kLoop), float, kActivationNone, kWidth, kStoreAtoms>(epilogue,
                                                                                            acc);
         } else {
-            store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop(epilogue), acc);
+            store_tile_tma<kWidth, kStoreAtoms, kGlu>(epilogue, acc);
         }
     }
 };
@@ -482,9 +482,7 @@ struct TmaDgluOutput {
     }
     template <int kTileN>
     __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t) const {
-        TmaDgluEpilogue e = epilogue;
-        e.out = after_main_loop(e.out);
-        store_dglu_tma_tile<kTileN>(e, acc);
+        store_dglu_tma_tile<kTileN>(epilogue, acc);
     }
 };
 
@@ -508,8 +506,6 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         WarpStoreOutput<kLoop> out;
         out.epilogue.t = epilogue_tile(args, tile.expert);
-        // after_main_loop loads alpha
-        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(out.epilogue.t.alpha_at);
         out.epilogue.row_begin = row_begin;
         out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         out.epilogue.n_begin = tile.n_begin;
@@ -526,8 +522,6 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     } else {
         TmaStoreEpilogue e;
         e.t = epilogue_tile(args, tile.expert);
-        // after_main_loop loads alpha
-        if (kScaled && args.alpha != nullptr) ptx::prefetch_global_l1(e.t.alpha_at);
         e.prob = prob;
         e.buffer = s.output.d_tile[warpgroup];
         e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
