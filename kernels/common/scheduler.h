@@ -84,6 +84,8 @@ struct TileCoord {
     int32_t tile_index; // linear tile index (< 2^31 whenever K is split: the host bounds the rows)
 };
 
+GGEMM_HD bool fits_uint32(int64_t v) { return v >= 0 && v <= int64_t{0xffffffff}; }
+
 // Position of tile `local` of an expert with m_blocks x n_blocks tiles, in raster groups of
 // group_m row blocks (row block fastest inside a group). group_m must be even.
 struct TilePosition {
@@ -93,6 +95,17 @@ struct TilePosition {
 
 GGEMM_HD TilePosition raster_tile(int64_t local, int32_t m_blocks, int32_t n_blocks, int32_t group_m) {
     const int64_t tiles_per_group = static_cast<int64_t>(group_m) * n_blocks;
+    if (fits_uint32(local) && fits_uint32(tiles_per_group)) {
+        // 32-bit division is inline on the GPU; 64-bit division is a called routine, whose
+        // instructions the producer fetches before it can issue a CTA's first load.
+        const uint32_t tiles = static_cast<uint32_t>(tiles_per_group);
+        const uint32_t group = static_cast<uint32_t>(local) / tiles;
+        const uint32_t first_m = group * static_cast<uint32_t>(group_m);
+        const uint32_t left = static_cast<uint32_t>(m_blocks) - first_m;
+        const uint32_t rows_in_group = left < static_cast<uint32_t>(group_m) ? left : static_cast<uint32_t>(group_m);
+        const uint32_t within = static_cast<uint32_t>(local) - group * tiles;
+        return {static_cast<int32_t>(first_m + within % rows_in_group), static_cast<int32_t>(within / rows_in_group)};
+    }
     const int32_t group = static_cast<int32_t>(local / tiles_per_group);
     const int32_t first_m = group * group_m;
     const int32_t rows_in_group = (m_blocks - first_m) < group_m ? (m_blocks - first_m) : group_m;

@@ -95,6 +95,23 @@ TEST_CASE("scheduler: raster_tile is a bijection with row blocks paired") {
     }
 }
 
+TEST_CASE("scheduler: raster_tile takes the same positions past 32-bit tile indices") {
+    // The largest schedules: 2^24 row blocks (M near 2^31) of 2^9 column blocks, 2^33 tiles. Below
+    // 2^32 the mapping divides in 32 bits, above in 64; the raster order runs on across the seam.
+    const int32_t m_blocks = 1 << 24, n_blocks = 1 << 9, group_m = 16;
+    const auto expected = [&](int64_t local) {
+        const int64_t per_group = int64_t{group_m} * n_blocks;
+        const int64_t within = local % per_group;
+        return std::pair<int64_t, int64_t>{local / per_group * group_m + within % group_m, within / group_m};
+    };
+    for (int64_t local : {int64_t{0}, int64_t{12345}, (int64_t{1} << 32) - 1, int64_t{1} << 32,
+                          (int64_t{1} << 32) + 17, int64_t{m_blocks} * n_blocks - 1}) {
+        const auto p = ggemm::raster_tile(local, m_blocks, n_blocks, group_m);
+        CAPTURE(local);
+        CHECK(std::pair<int64_t, int64_t>{p.m_block, p.n_block} == expected(local));
+    }
+}
+
 TEST_CASE("scheduler: static split covers every tile once, empty experts cost nothing") {
     // Empty first expert, one large, empty middle, tail experts; N with a partial last tile.
     const std::vector<int32_t> offsets = {0, 4096, 4096, 4352, 5120, 5120};
