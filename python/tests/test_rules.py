@@ -32,6 +32,35 @@ def test_specification_views_are_the_same_problem():
     assert spec.spec_a and spec.spec_b and spec.spec_bias and spec.spec_prob
 
 
+@pytest.mark.parametrize("absent", [("alpha",), ("prob",), ("alpha", "prob")])
+@pytest.mark.parametrize("spec", [False, True])
+def test_alpha_and_prob_may_be_none(absent, spec):
+    """None is the library's NULL (every value 1): the problem is the one with the tensors."""
+    with_both = check(**problem(bias=True, spec=spec))
+    t = problem(bias=True, spec=spec)
+    t.update(dict.fromkeys(absent))
+    ops = check(**t)
+    assert ops._replace(spec_prob=with_both.spec_prob) == with_both
+    assert ops.spec_prob == (spec and "prob" not in absent)
+
+
+@pytest.mark.parametrize("name,bad,message", [
+    ("alpha", FakeTensor((4,), "bfloat16"), r"^alpha: expected dtype float32, got bfloat16$"),
+    ("alpha", FakeTensor((4,), "float32", address=0x7F0000000004),
+     r"^alpha: expected data aligned to 16 bytes, got address 0x7f0000000004$"),
+    ("prob", FakeTensor((512,), "float32", (2,)),
+     r"^prob: expected shape \(M,\) = \(512,\) contiguous, or the \(M, 1, 1\) view, got shape "
+     r"\(512,\) with strides \(2,\)$"),
+    ("prob", FakeTensor((512,), "float32", device=None),
+     r"^prob: expected a tensor on cuda:0 \(the device of a\), got a CPU tensor on device -1$"),
+])
+def test_a_given_alpha_or_prob_is_checked_when_the_other_is_none(name, bad, message):
+    t = problem()
+    t["prob" if name == "alpha" else "alpha"] = None
+    t[name] = bad
+    refused(message, **t)
+
+
 def test_size_one_dimensions_take_any_stride():
     t = problem(experts=1)
     t["b"] = FakeTensor((1, 256, 128), "bfloat16", (12345, 128, 1))

@@ -169,7 +169,7 @@ def glu_interleave_rows(n):
 
 def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None,
                    addresses=True, weight_layout=lib.WEIGHT_LAYOUT_K_MAJOR):
-    """Checks the inputs of one call and returns their Operands.
+    """Checks the inputs of one call and returns their Operands. alpha and prob may be None.
 
     addresses=False skips what needs real memory (alignment of data pointers), for symbolic
     tensors traced by torch.compile; the call itself checks them again."""
@@ -206,20 +206,21 @@ def check_operands(dt, a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=No
     check_vector("padded_offsets", padded_offsets, num_experts, "L")
     check_placement("padded_offsets", padded_offsets, device, DATA_ALIGNMENT, addresses)
 
-    check_dtype("alpha", alpha, dt.fp32, "float32")
-    check_vector("alpha", alpha, num_experts, "L")
-    check_placement("alpha", alpha, device, DATA_ALIGNMENT, addresses)
+    # alpha and prob: None is the library's NULL, every value 1.
+    if alpha is not None:
+        check_dtype("alpha", alpha, dt.fp32, "float32")
+        check_vector("alpha", alpha, num_experts, "L")
+        check_placement("alpha", alpha, device, DATA_ALIGNMENT, addresses)
 
-    check_dtype("prob", prob, dt.fp32, "float32")
-    p_shape = prob.shape
-    if p_shape == (m,) and (m <= 1 or prob.stride()[0] == 1):
-        spec_prob = False
-    elif p_shape == (m, 1, 1) and (m <= 1 or prob.stride()[0] == 1):
-        spec_prob = True
-    else:
-        refuse("prob", f"shape (M,) = ({m},) contiguous, or the (M, 1, 1) view",
-               f"shape {tuple(p_shape)} with strides {tuple(prob.stride())}")
-    check_placement("prob", prob, device, DATA_ALIGNMENT, addresses)
+    spec_prob = False
+    if prob is not None:
+        check_dtype("prob", prob, dt.fp32, "float32")
+        p_shape = prob.shape
+        if p_shape not in ((m,), (m, 1, 1)) or (m > 1 and prob.stride()[0] != 1):
+            refuse("prob", f"shape (M,) = ({m},) contiguous, or the (M, 1, 1) view",
+                   f"shape {tuple(p_shape)} with strides {tuple(prob.stride())}")
+        spec_prob = len(p_shape) == 3
+        check_placement("prob", prob, device, DATA_ALIGNMENT, addresses)
 
     # Weights: exactly one source.
     if (b is None) == (b_ptrs is None):
