@@ -48,11 +48,15 @@ def _weights_k_by_n(b, g, weight_layout):
     return b[g].double() if weight_layout == "n_major" else b[g].double().T
 
 
+def _alpha_of(alpha, g):
+    return 1.0 if alpha is None else float(alpha[g])
+
+
 def standin_input_grad(up, padded_offsets, alpha, b, b_ptrs, k, weight_layout, dynamic_sched):
     out = torch.full((up.shape[0], k), NAN, dtype=torch.bfloat16)
     for g, (begin, end) in enumerate(segments(padded_offsets)):
         w = _weights_k_by_n(b, g, weight_layout)           # (K, N)
-        out[begin:end] = (float(alpha[g]) * up[begin:end].double() @ w.T).to(torch.bfloat16)
+        out[begin:end] = (_alpha_of(alpha, g) * up[begin:end].double() @ w.T).to(torch.bfloat16)
     return out
 
 
@@ -67,7 +71,7 @@ def standin_weight_grad(up, a, padded_offsets, alpha, b, weight_layout):
     out = torch.zeros(b.shape, dtype=torch.float64)
     for g, (begin, end) in enumerate(segments(padded_offsets)):
         x1, x2 = (a, up) if weight_layout == "n_major" else (up, a)
-        out[g] = float(alpha[g]) * x1[begin:end].double().T @ x2[begin:end].double()
+        out[g] = _alpha_of(alpha, g) * x1[begin:end].double().T @ x2[begin:end].double()
     return out.to(b.dtype)
 
 
@@ -122,7 +126,10 @@ def test_only_the_asked_gradients_are_computed(standins):
 def standin_forward(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                     generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, check_status,
                     weight_layout):
-    """The forward in fp64, rows past the last offset NaN (unwritten)."""
+    """The forward in fp64 (alpha or prob None: ones), rows past the last offset NaN
+    (unwritten)."""
+    alpha = alpha if alpha is not None else torch.ones(padded_offsets.shape[0])
+    prob = prob if prob is not None else torch.ones(a.shape[0])
     d, c = reference_forward(a.double(), b.double(), padded_offsets, alpha.double(),
                              prob.double(), bias.double() if bias is not None else None,
                              weight_layout)
@@ -151,6 +158,31 @@ def test_the_eager_function_hands_each_input_its_gradient(standins, monkeypatch,
     for name in NAMES:
         err = relative_error(grads[name], ref[name])
         assert err < max(BOUNDS[name], 1e-5), f"d{name}: relative error {err}"
+
+
+@pytest.mark.parametrize("absent", [("alpha",), ("prob",), ("alpha", "prob")])
+@pytest.mark.parametrize("generate_c", [False, True])
+@pytest.mark.parametrize("bias_dtype", [None, torch.bfloat16])
+def test_none_alpha_or_prob_give_the_gradients_of_ones(standins, bias_dtype, generate_c, absent):
+    """A None alpha or prob is 1 throughout the backward: the other inputs get the same bits as
+    with a tensor of ones, and the None one is never asked for a gradient."""
+    p = make_problem(seed=5, bias_dtype=bias_dtype, device="cpu")
+    ones = dict(alpha=torch.ones_like(p["alpha"]), prob=torch.ones_like(p["prob"]))
+    grad_c = p["grad_c"] if generate_c else None
+
+    def grads(scales):
+        alpha, prob = scales.get("alpha", p["alpha"]), scales.get("prob", p["prob"])
+        return ag.gradients(p["grad_d"], grad_c, p["a"], p["padded_offsets"], alpha, prob,
+                            p["b"], None, p.get("bias"), N, False, "k_major", True,
+                            "alpha" not in absent, "prob" not in absent, True, "bias" in p)
+
+    with_none = dict(zip(NAMES, grads(dict.fromkeys(absent))))
+    with_ones = dict(zip(NAMES, grads({name: ones[name] for name in absent})))
+    for name in NAMES:
+        if name in absent or name not in p:
+            assert with_none[name] is None and with_ones[name] is None, name
+        else:
+            assert torch.equal(with_none[name], with_ones[name]), f"d{name} differs from ones'"
 
 
 # --- the ops -----------------------------------------------------------------------------------
@@ -185,6 +217,31 @@ def test_the_backward_op_is_registered_with_a_fake():
         assert all(g.shape == (0,) for g in none)
 
 
+@pytest.mark.parametrize("absent", [("alpha",), ("prob",), ("alpha", "prob")])
+def test_the_eager_function_takes_none_alpha_or_prob(standins, monkeypatch, absent):
+    """GroupedGemmFunction with a None alpha or prob: every other input gets the gradient it
+    gets with a tensor of ones that needs none."""
+    monkeypatch.setattr(gt, "_eager", standin_forward)
+    p = make_problem(seed=8, bias_dtype=torch.float32, device="cpu")
+    ones = dict(alpha=torch.ones_like(p["alpha"]), prob=torch.ones_like(p["prob"]))
+
+    def grads(scales):
+        leaves = {name: p[name].clone().requires_grad_() for name in NAMES if name not in absent}
+        alpha, prob = (scales.get(name, leaves.get(name)) for name in ("alpha", "prob"))
+        d, c = ag.GroupedGemmFunction.apply(leaves["a"], p["padded_offsets"], alpha, prob,
+                                            leaves["b"], None, leaves["bias"], None,
+                                            torch.float32, torch.bfloat16, True, False, 0, 0,
+                                            0, 0, False, "k_major")
+        return dict(zip(leaves, torch.autograd.grad([d, c], list(leaves.values()),
+                                                    [p["grad_d"], p["grad_c"]])))
+
+    with_none = grads(dict.fromkeys(absent))
+    with_ones = grads({name: ones[name] for name in absent})
+    assert set(with_none) == set(NAMES) - set(absent)
+    for name, grad in with_none.items():
+        assert torch.equal(grad, with_ones[name]), f"d{name} differs from ones'"
+
+
 def test_the_custom_op_differentiates_through_the_backward_op():
     """Autograd on fake tensors runs the registered formula end to end (the op's forward and
     the backward op both by their fakes; fake CPU tensors, as the autograd engine would set up
@@ -200,6 +257,28 @@ def test_the_custom_op_differentiates_through_the_backward_op():
                                     [torch.empty_like(d), torch.empty_like(c)])
         for (name, leaf), grad in zip(leaves.items(), grads):
             assert grad.shape == leaf.shape and grad.dtype == leaf.dtype, (name, grad.shape)
+
+
+def test_the_custom_op_differentiates_without_alpha_and_prob(monkeypatch):
+    """The registered formula with alpha and prob None (fake tensors, as above): a, b and bias
+    get their gradients, and the backward op is asked for none of alpha's or prob's."""
+    asked, original = [], ag._backward_op
+
+    def backward_op(*args):
+        asked.append(args[-5:])  # need_a, need_alpha, need_prob, need_b, need_bias
+        return original(*args)
+
+    monkeypatch.setattr(ag, "_backward_op", backward_op)
+    mode, t = fake_problem(device="cpu")
+    with mode:
+        leaves = {name: t[name].requires_grad_() for name in ("a", "b", "bias")}
+        d, _ = torch.ops.ggemm.grouped_gemm(t["a"], t["padded_offsets"], None, None, t["b"],
+                                            None, t["bias"], 256, torch.float32, torch.bfloat16,
+                                            False, False, 0, 0, 0, 0, "k_major")
+        grads = torch.autograd.grad([d], list(leaves.values()), [torch.empty_like(d)])
+        for (name, leaf), grad in zip(leaves.items(), grads):
+            assert grad.shape == leaf.shape and grad.dtype == leaf.dtype, (name, grad.shape)
+    assert asked == [(True, False, False, True, True)]
 
 
 def test_eager_calls_take_the_autograd_path_only_when_a_gradient_is_wanted():

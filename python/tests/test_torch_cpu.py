@@ -1,8 +1,14 @@
 """ggemm.torch where torch is installed but no GPU is needed: the custom op's registration and
-shape function, and refusals of tensors that are not on a CUDA device."""
+shape function, refusals of tensors that are not on a CUDA device, and the addresses that reach
+the library (its calls recorded) when alpha or prob is None."""
+from types import SimpleNamespace
+
 import pytest
 
+from fakes import FakeTensor
+
 torch = pytest.importorskip("torch", reason="torch is not installed")
+import ggemm._library as lib  # noqa: E402
 import ggemm.torch as gt  # noqa: E402
 
 
@@ -218,3 +224,118 @@ def test_enqueue_switches_the_device_back_and_raises_what_the_call_reports(monke
 
     gt._enqueue(0, Word(), call)
     assert Word.raised and seen[-1] == (0, 1000)
+
+
+# --- alpha and prob given as None: the library's NULL, every value 1 ------------------------------
+
+class DeviceFake(FakeTensor):
+    """A light CUDA stand-in with torch dtypes, for calls that go as far as the library call:
+    what the call allocates lands on the CPU, and nothing requires grad."""
+    device = torch.device("cpu")
+    requires_grad = False
+
+
+ALPHA_ADDRESS, PROB_ADDRESS = 0x7F0000100000, 0x7F0000200000
+
+
+@pytest.fixture
+def library_calls(monkeypatch):
+    """The integer arguments of every call that would reach the extension (the one-shot and
+    dGLU entries of a descriptor, a plan's execute), each answered with success; the device and
+    its stream stood in for."""
+    calls = []
+
+    def record(*args):
+        calls.append(args)
+        return 0
+
+    class Desc:
+        grouped_gemm = dglu = staticmethod(record)
+
+        def workspace_size(self, m):
+            return 0, 0
+
+    class Plan:
+        execute = staticmethod(record)
+
+        def create(self, desc, m_capacity):
+            return 0
+
+        def workspace_size(self):
+            return 0, 0
+
+    monkeypatch.setattr(lib, "desc_for", lambda key: (Desc(), 0))
+    monkeypatch.setattr(gt, "_ggemm", SimpleNamespace(Desc=lambda *key: Desc(), Plan=Plan))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(gt, "_stream", lambda device: 0)
+    return calls
+
+
+@pytest.mark.parametrize("given", [(), ("alpha",), ("prob",), ("alpha", "prob")])
+def test_alpha_and_prob_none_reach_the_library_as_null(library_calls, given):
+    """grouped_gemm, glu, the class's execute and dglu pass a None alpha or prob as address 0
+    (arguments 5 and 6 of every entry point) and a given one as its own address."""
+    a = DeviceFake((512, 128), torch.bfloat16)
+    offsets = DeviceFake((4,), torch.int32)
+    b = DeviceFake((4, 256, 128), torch.bfloat16)
+    alpha = DeviceFake((4,), torch.float32, address=ALPHA_ADDRESS) if "alpha" in given else None
+    prob = DeviceFake((512,), torch.float32, address=PROB_ADDRESS) if "prob" in given else None
+    gt.grouped_gemm(a, offsets, alpha, prob, b=b)
+    gt.glu(a, offsets, alpha, prob, b=b)
+    op = gt.GroupedGemm(sample_a=a, sample_padded_offsets=offsets, sample_alpha=alpha,
+                        sample_prob=prob, sample_b=b)
+    op.execute(a=a, d=DeviceFake((512, 256), torch.bfloat16), padded_offsets=offsets,
+               alpha=alpha, prob=prob, b=b)
+    gt.dglu(a, offsets, alpha, prob, DeviceFake((512, 512), torch.bfloat16),
+            b=DeviceFake((4, 128, 256), torch.bfloat16))
+    expected = (ALPHA_ADDRESS if alpha is not None else 0, PROB_ADDRESS if prob is not None else 0)
+    assert [call[5:7] for call in library_calls] == [expected] * 4
+
+
+def test_alpha_and_prob_default_to_none(library_calls):
+    a, b = DeviceFake((512, 128), torch.bfloat16), DeviceFake((4, 256, 128), torch.bfloat16)
+    offsets = DeviceFake((4,), torch.int32)
+    gt.grouped_gemm(a, offsets, b=b)
+    gt.glu(a, offsets, b=b)
+    op = gt.GroupedGemm(a, offsets, sample_b=b)
+    op.execute(a, DeviceFake((512, 256), torch.bfloat16), offsets, b=b)
+    assert [call[5:7] for call in library_calls] == [(0, 0)] * 3
+
+
+def test_the_ops_take_alpha_and_prob_as_none():
+    for op in (torch.ops.ggemm.grouped_gemm, torch.ops.ggemm.glu,
+               torch.ops.ggemm.grouped_gemm_backward):
+        types = {arg.name: str(arg.type) for arg in op.default._schema.arguments}
+        assert types["alpha"] == types["prob"] == "Optional[Tensor]", op
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        p = cpu_problem()
+        d, _ = torch.ops.ggemm.grouped_gemm(p["a"], p["padded_offsets"], None, None, p["b"],
+                                            None, None, 256, torch.bfloat16, torch.float32,
+                                            False, False, 0, 0, 0, 0, "k_major")
+        assert d.shape == (512, 256)
+        d, _ = torch.ops.ggemm.glu(p["a"], p["padded_offsets"], None, p["prob"], p["b"], None,
+                                   None, 256, 1, 1.702, 7.0, 1.0, torch.float32,
+                                   torch.bfloat16, False, False, 0, 0, "k_major")
+        assert d.shape == (512, 128)
+
+
+def test_a_traced_call_without_alpha_and_prob_passes_none_to_the_op():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(512, 128, dtype=torch.bfloat16, device="cuda")
+        offsets = torch.empty(4, dtype=torch.int32, device="cuda")
+        prob = torch.empty(512, 1, 1, device="cuda")
+        b = torch.empty(4, 256, 128, dtype=torch.bfloat16, device="cuda")
+
+    class Block(torch.nn.Module):
+        def forward(self, a, offsets, prob, b):
+            plain = gt.grouped_gemm(a, offsets, b=b).d
+            return plain, gt.glu(a, offsets, None, prob, b=b).d  # prob as the (M, 1, 1) view
+
+    graph = torch.export.export(Block(), (a, offsets, prob, b), strict=True).graph
+    targets = (torch.ops.ggemm.grouped_gemm.default, torch.ops.ggemm.glu.default)
+    calls = [node for node in graph.nodes if node.target in targets]
+    assert len(calls) == 2
+    assert calls[0].args[2] is None and calls[0].args[3] is None
+    assert calls[1].args[2] is None and calls[1].args[3].meta["val"].shape == (512,)

@@ -18,8 +18,9 @@ and d acc = alpha[g] * up. Then (sums over the expert's rows, rounding of C and 
     dbias   = sum_rows up * prob[r]
 
 acc comes from one more forward (alpha = prob = 1, fp32 output) when dprob or dalpha is asked
-for. Rows at or past the last offset take no part: their gradients are zero. Nothing reads the
-offsets on the host, and the per-expert sums use no atomics (bitwise reproducible).
+for. An alpha or prob given as None is 1 throughout and gets no gradient. Rows at or past the
+last offset take no part: their gradients are zero. Nothing reads the offsets on the host, and
+the per-expert sums use no atomics (bitwise reproducible).
 
 Eager calls go through GroupedGemmFunction; under torch.compile the custom op's autograd
 formula calls the op ggemm::grouped_gemm_backward, whose fake gives the gradients' shapes.
@@ -61,26 +62,24 @@ def expert_sums(x, padded_offsets):
 # --- the GEMMs (module functions, so that CPU tests can stand in for them) ------------------------
 
 def input_grad(up, padded_offsets, alpha, b, b_ptrs, k, weight_layout, dynamic_sched):
-    """alpha[g] * up @ B_g, (M, K) bf16: the forward's weights read in the other layout (an
-    N x K row-major matrix is K x N read N-major, and the other way round). Rows past the last
-    offset are not written."""
-    prob = torch.ones(up.shape[0], dtype=torch.float32, device=up.device)
-    return _gt._eager(up, padded_offsets, alpha, prob, b, b_ptrs, k, None, torch.bfloat16,
+    """alpha[g] * up @ B_g, (M, K) bf16 (alpha None: 1): the forward's weights read in the other
+    layout (an N x K row-major matrix is K x N read N-major, and the other way round). Rows past
+    the last offset are not written."""
+    return _gt._eager(up, padded_offsets, alpha, None, b, b_ptrs, k, None, torch.bfloat16,
                       torch.bfloat16, False, dynamic_sched, 0, 0, 0, 0, False,
                       _OTHER_LAYOUT[weight_layout]).d
 
 
 def accumulators(a, padded_offsets, b, b_ptrs, n, weight_layout, dynamic_sched):
-    """acc = a[r] · B_g, (M, N) fp32: the forward with alpha = prob = 1. Rows past the last
-    offset are not written."""
-    alpha = torch.ones(padded_offsets.shape[0], dtype=torch.float32, device=a.device)
-    prob = torch.ones(a.shape[0], dtype=torch.float32, device=a.device)
-    return _gt._eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, None, torch.float32,
+    """acc = a[r] · B_g, (M, N) fp32: the forward with alpha = prob = 1 (both None: the
+    library's unscaled call). Rows past the last offset are not written."""
+    return _gt._eager(a, padded_offsets, None, None, b, b_ptrs, n, None, torch.float32,
                       torch.float32, False, dynamic_sched, 0, 0, 0, 0, False, weight_layout).d
 
 
 def weight_grad(up, a, padded_offsets, alpha, b, weight_layout):
-    """dB in b's shape and dtype: (N, K) = alpha up^T a per expert, or (K, N) = alpha a^T up."""
+    """dB in b's shape and dtype: (N, K) = alpha up^T a per expert, or (K, N) = alpha a^T up
+    (alpha None: 1)."""
     if weight_layout == "n_major":
         return _gt.wgrad(a, up, padded_offsets, alpha, out_dtype=b.dtype)
     return _gt.wgrad(up, a, padded_offsets, alpha, out_dtype=b.dtype)
@@ -88,15 +87,21 @@ def weight_grad(up, a, padded_offsets, alpha, b, weight_layout):
 
 # --- the backward -----------------------------------------------------------------------------
 
+def _by_row(x, prob):
+    """x (M, F) with each row scaled by prob[r]; x itself where prob is None (every prob 1)."""
+    return x if prob is None else x * prob[:, None]
+
+
 def gradients(grad_d, grad_c, a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, dynamic_sched,
               weight_layout, need_a, need_alpha, need_prob, need_b, need_bias):
     """(da, dalpha, dprob, db, dbias) of the forward on natural layouts; None where not asked
-    for. grad_c is None when C was not generated. Nothing is written in place."""
+    for (dalpha and dprob are never asked for when alpha or prob is None). grad_c is None when C
+    was not generated. Nothing is written in place."""
     m = a.shape[0]
     expert, live = row_experts(padded_offsets, m)
     dead = ~live[:, None]
     grad_d = grad_d.float()
-    up = grad_d if bias is not None else grad_d * prob[:, None]
+    up = grad_d if bias is not None else _by_row(grad_d, prob)
     if grad_c is not None:
         up = up + grad_c.float()
     up = up.masked_fill(dead, 0.0)   # rows past the last offset were not computed
@@ -113,7 +118,9 @@ def gradients(grad_d, grad_c, a, padded_offsets, alpha, prob, b, b_ptrs, bias, n
         acc = accumulators(a, padded_offsets, b, b_ptrs, n, weight_layout, dynamic_sched)
     if need_prob:
         if bias is None:
-            dprob = (grad_d * acc).sum(dim=1) * alpha[expert]
+            dprob = (grad_d * acc).sum(dim=1)
+            if alpha is not None:
+                dprob = dprob * alpha[expert]
         else:
             dprob = (up * bias[expert].float()).sum(dim=1)
         dprob = dprob.masked_fill(~live, 0.0)
@@ -121,7 +128,7 @@ def gradients(grad_d, grad_c, a, padded_offsets, alpha, prob, b, b_ptrs, bias, n
         per_row = (up * acc).sum(dim=1).masked_fill(~live, 0.0)
         dalpha = expert_sums(per_row[:, None], padded_offsets)[:, 0].contiguous()
     if need_bias:
-        dbias = expert_sums(up * prob[:, None], padded_offsets).to(bias.dtype)
+        dbias = expert_sums(_by_row(up, prob), padded_offsets).to(bias.dtype)
     return da, dalpha, dprob, db, dbias
 
 
@@ -132,10 +139,12 @@ def _save(ctx, tensors, n, generate_c, dynamic_sched, weight_layout):
 
 
 def _needs(ctx):
-    """Which of (a, alpha, prob, b, bias) want a gradient; b_ptrs weights never do."""
+    """Which of (a, alpha, prob, b, bias) want a gradient; b_ptrs weights never do, nor an
+    alpha, prob or bias given as None."""
     need = ctx.needs_input_grad
-    _, _, _, _, b, _, bias = ctx.saved_tensors
-    return (bool(need[0]), bool(need[2]), bool(need[3]), bool(need[4]) and b is not None,
+    _, _, alpha, prob, b, _, bias = ctx.saved_tensors
+    return (bool(need[0]), bool(need[2]) and alpha is not None,
+            bool(need[3]) and prob is not None, bool(need[4]) and b is not None,
             bool(need[6]) and bias is not None)
 
 
@@ -192,12 +201,12 @@ def _grad_specs(a, alpha, prob, b, bias, needs):
 
 @torch.library.custom_op("ggemm::grouped_gemm_backward", mutates_args=(), device_types="cuda")
 def _backward_op(grad_d: torch.Tensor, grad_c: Optional[torch.Tensor], a: torch.Tensor,
-                 padded_offsets: torch.Tensor, alpha: torch.Tensor, prob: torch.Tensor,
-                 b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor],
-                 bias: Optional[torch.Tensor], n: int, dynamic_sched: bool, weight_layout: str,
-                 need_a: bool, need_alpha: bool, need_prob: bool, need_b: bool,
-                 need_bias: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                           torch.Tensor, torch.Tensor]:
+                 padded_offsets: torch.Tensor, alpha: Optional[torch.Tensor],
+                 prob: Optional[torch.Tensor], b: Optional[torch.Tensor],
+                 b_ptrs: Optional[torch.Tensor], bias: Optional[torch.Tensor], n: int,
+                 dynamic_sched: bool, weight_layout: str, need_a: bool, need_alpha: bool,
+                 need_prob: bool, need_b: bool, need_bias: bool
+                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     needs = (need_a, need_alpha, need_prob, need_b, need_bias)
     grads = gradients(grad_d, grad_c, a, padded_offsets, alpha, prob, b, b_ptrs, bias, n,
                       dynamic_sched, weight_layout, *needs)

@@ -85,8 +85,8 @@ def _launch(run, ops, a, b, b_ptrs, padded_offsets, alpha, prob, bias, c, d, wor
         workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=a.device)
     status_word = _StatusWord(a.device) if check_status else None
     _enqueue(ops.device, status_word, lambda stream: run(
-        ops.m, a.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(), alpha.data_ptr(),
-        prob.data_ptr(), _ptr(bias), _ptr(c), d.data_ptr(), _ptr(workspace),
+        ops.m, a.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(), _ptr(alpha),
+        _ptr(prob), _ptr(bias), _ptr(c), d.data_ptr(), _ptr(workspace),
         workspace_bytes if workspace is not None else 0, _ptr(status_word.word) if status_word else 0,
         _ptr(valid_rows), stream))
 
@@ -118,11 +118,12 @@ def _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
 # --- the custom op: natural layouts only (grouped_gemm makes the views), c empty without C ---
 
 @torch.library.custom_op("ggemm::grouped_gemm", mutates_args=(), device_types="cuda")
-def _grouped_gemm_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch.Tensor,
-                     prob: torch.Tensor, b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor],
-                     bias: Optional[torch.Tensor], n: int, c_dtype: torch.dtype,
-                     d_dtype: torch.dtype, generate_c: bool, dynamic_sched: bool, tile_m: int,
-                     tile_n: int, cluster_m: int, sm_margin: int, weight_layout: str,
+def _grouped_gemm_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: Optional[torch.Tensor],
+                     prob: Optional[torch.Tensor], b: Optional[torch.Tensor],
+                     b_ptrs: Optional[torch.Tensor], bias: Optional[torch.Tensor], n: int,
+                     c_dtype: torch.dtype, d_dtype: torch.dtype, generate_c: bool,
+                     dynamic_sched: bool, tile_m: int, tile_n: int, cluster_m: int,
+                     sm_margin: int, weight_layout: str,
                      valid_rows: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     d, c = _eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype, d_dtype,
                   generate_c, dynamic_sched, tile_m, tile_n, cluster_m, sm_margin, False,
@@ -198,20 +199,22 @@ def _differentiable(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, c_dtype,
     return _result(ops, d, c, generate_c)
 
 
-def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
-                 c_dtype=torch.bfloat16, d_dtype=torch.bfloat16, generate_c=False,
+def grouped_gemm(a, padded_offsets, alpha=None, prob=None, b=None, b_ptrs=None, n=None, bias=None,
+                 *, c_dtype=torch.bfloat16, d_dtype=torch.bfloat16, generate_c=False,
                  dynamic_sched=False, tile_m=0, tile_n=0, cluster_m=0, sm_margin=0,
                  check_status=False, weight_layout="k_major", valid_rows=None):
     """The grouped GEMM in one call; returns GroupedGemmResult(d, c).
 
-    a (M, K) bf16; padded_offsets (L,) int32 cumulative row ends on the device; alpha (L,) fp32;
-    prob (M,) fp32; weights either b (L, N, K) bf16 or b_ptrs (L,) int64 device addresses of
-    (N, K) bf16 matrices with n = N; bias (L, N) optional. weight_layout="n_major" takes each
-    expert's weights as K x N instead: b (L, K, N), b_ptrs to (K, N) matrices. A layer's forward
-    weights W (L, out, in) serve its input gradient that way: dX = grouped_gemm(dY, ..., b=W,
-    weight_layout="n_major") with K = out and N = in. The specification's 3-D views of the
-    same memory are accepted too (then d and c come as (M, N, 1)). Refusals raise ValueError
-    before anything is launched; the library's own refusals raise ggemm.GgemmError.
+    a (M, K) bf16; padded_offsets (L,) int32 cumulative row ends on the device; alpha (L,) fp32
+    and prob (M,) fp32, each or both None: every alpha (prob) is 1, the same bits as a tensor of
+    ones (with both None, a call without bias or C skips the two multiplications); weights
+    either b (L, N, K) bf16 or b_ptrs (L,) int64 device addresses of (N, K) bf16 matrices
+    with n = N; bias (L, N) optional. weight_layout="n_major" takes each expert's weights as
+    K x N instead: b (L, K, N), b_ptrs to (K, N) matrices. A layer's forward weights W (L, out, in)
+    serve its input gradient that way: dX = grouped_gemm(dY, ..., b=W, weight_layout="n_major")
+    with K = out and N = in. The specification's 3-D views of the same memory are accepted too
+    (then d and c come as (M, N, 1)). Refusals raise ValueError before anything is launched; the
+    library's own refusals raise ggemm.GgemmError.
 
     The plan for (device, N, K, L, dtypes, modes, overrides) is made on first use and cached;
     rows at or past padded_offsets[-1] of d and c are not written (torch.empty leaves them as
@@ -230,8 +233,8 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     grad, since the rows past the counts of d are not a function of the inputs.
 
     Autograd: with inputs that require grad, gradients reach a, b (dense weights only), prob,
-    alpha and bias, computed by ggemm's own GEMMs (docs/python.md, "Autograd"); gradients of
-    rows at or past padded_offsets[-1] are zero."""
+    alpha and bias (those given as tensors), computed by ggemm's own GEMMs (docs/python.md,
+    "Autograd"); gradients of rows at or past padded_offsets[-1] are zero."""
     if valid_rows is not None and _wants_grad(a, alpha, prob, b, bias):
         rules.refuse("valid_rows", "None when an input requires grad (valid-row counts are "
                      "forward-only: the rows past the counts are left unwritten, so they have no "
@@ -274,11 +277,12 @@ def _glu_eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias, settings, c_d
 
 
 @torch.library.custom_op("ggemm::glu", mutates_args=(), device_types="cuda")
-def _glu_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: torch.Tensor, prob: torch.Tensor,
-            b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor], bias: Optional[torch.Tensor],
-            n: int, activation: int, glu_scale: float, glu_limit: float, glu_offset: float,
-            c_dtype: torch.dtype, d_dtype: torch.dtype, generate_c: bool, dynamic_sched: bool,
-            tile_n: int, sm_margin: int, weight_layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+def _glu_op(a: torch.Tensor, padded_offsets: torch.Tensor, alpha: Optional[torch.Tensor],
+            prob: Optional[torch.Tensor], b: Optional[torch.Tensor], b_ptrs: Optional[torch.Tensor],
+            bias: Optional[torch.Tensor], n: int, activation: int, glu_scale: float,
+            glu_limit: float, glu_offset: float, c_dtype: torch.dtype, d_dtype: torch.dtype,
+            generate_c: bool, dynamic_sched: bool, tile_n: int, sm_margin: int,
+            weight_layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
     d, c = _glu_eager(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias,
                       (activation, glu_scale, glu_limit, glu_offset), c_dtype, d_dtype, generate_c,
                       dynamic_sched, tile_n, sm_margin, False, weight_layout)
@@ -297,15 +301,16 @@ def _glu_fake(a, padded_offsets, alpha, prob, b, b_ptrs, bias, n, activation, gl
     return d, c
 
 
-def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+def glu(a, padded_offsets, alpha=None, prob=None, b=None, b_ptrs=None, n=None, bias=None, *,
         activation="swiglu", glu_scale=1.702, glu_limit=7.0, glu_offset=1.0,
         c_dtype=torch.bfloat16, d_dtype=torch.bfloat16, generate_c=False, dynamic_sched=False,
         tile_n=0, sm_margin=0, check_status=False, weight_layout="k_major"):
     """The grouped GEMM with a fused gated activation; returns GroupedGemmResult(d, c).
 
-    Operands as grouped_gemm's, with N (b's rows, or n with b_ptrs) the pre-activation width, a
-    multiple of 64, in interleaved blocks: columns 64j .. 64j+31 are a gate block, 64j+32 ..
-    64j+63 its up block (glu_interleave_rows reorders [gate | up] halves). For row r of expert g:
+    Operands as grouped_gemm's (alpha and prob may be None: every value 1), with N (b's rows,
+    or n with b_ptrs) the pre-activation width, a multiple of 64, in interleaved blocks: columns
+    64j .. 64j+31 are a gate block, 64j+32 .. 64j+63 its up block (glu_interleave_rows reorders
+    [gate | up] halves). For row r of expert g:
 
         pre = alpha[g] * (a @ B_g^T)[r] (+ bias[g])        fp32; the bias is not scaled by prob
         d[r, 32j + i] = prob[r] * act(pre[64j + i], pre[64j + 32 + i])        d is (M, N/2)
@@ -349,8 +354,9 @@ def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, a
     stores them (weight_layout="n_major": b (L, K, N)); N is the activation's width, a multiple
     of 32. pre (M, 2N) is the forward's saved pre-activation (glu's c). With R = alpha[g] * dy @ B_g
     (fp32): d_pre (M, 2N) of d_dtype = R * prob * d act / d (gate, up), interleaved as pre;
-    d_prob (M,) fp32 = sum over columns of R * act (0 for rows no expert computes). activation
-    and constants as the forward's. Bitwise reproducible (ordered sums, no atomics); SM90 only."""
+    d_prob (M,) fp32 = sum over columns of R * act (0 for rows no expert computes). alpha and
+    prob may be None (every value 1; d_prob is computed all the same). activation and constants
+    as the forward's. Bitwise reproducible (ordered sums, no atomics); SM90 only."""
     settings = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
     layout = rules.weight_layout_code(weight_layout)
     ops = rules.check_operands(DTYPES, dy, padded_offsets, alpha, prob, b, b_ptrs, n, None,
@@ -370,8 +376,8 @@ def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, a
     d_prob = torch.empty(ops.m, dtype=torch.float32, device=dy.device)
     status_word = _StatusWord(dy.device) if check_status else None
     _enqueue(ops.device, status_word, lambda stream: desc.dglu(
-        ops.m, dy.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(), alpha.data_ptr(),
-        prob.data_ptr(), pre.data_ptr(), d_pre.data_ptr(), d_prob.data_ptr(), _ptr(workspace),
+        ops.m, dy.data_ptr(), _ptr(b), _ptr(b_ptrs), padded_offsets.data_ptr(), _ptr(alpha),
+        _ptr(prob), pre.data_ptr(), d_pre.data_ptr(), d_prob.data_ptr(), _ptr(workspace),
         workspace_bytes if workspace is not None else 0, _ptr(status_word.word) if status_word else 0,
         stream))
     return d_pre, d_prob
@@ -451,13 +457,15 @@ class GroupedGemm:
     Discrete weights: instead of sample_b give num_experts=L, b_shape=(N, K) (and b_dtype,
     bfloat16) or sample_b_ptrs, and pass b_ptrs to execute. The plan serves every M up to
     m_capacity (default: the sample's M). weight_layout="n_major": each expert's weights are
-    K x N (sample_b (L, K, N), b_shape (K, N))."""
+    K x N (sample_b (L, K, N), b_shape (K, N)). alpha and prob (samples and execute's) may be
+    None, every value 1: the plan does not depend on them, so each execute chooses."""
 
-    def __init__(self, sample_a, sample_padded_offsets, sample_alpha, sample_prob, sample_d=None,
-                 sample_c=None, sample_b=None, sample_bias=None, *, sample_b_ptrs=None,
-                 num_experts=None, b_shape=None, b_dtype=torch.bfloat16, c_dtype=None,
-                 d_dtype=None, generate_c=False, dynamic_sched=False, m_capacity=None, tile_m=0,
-                 tile_n=0, cluster_m=0, sm_margin=0, weight_layout="k_major"):
+    def __init__(self, sample_a, sample_padded_offsets, sample_alpha=None, sample_prob=None,
+                 sample_d=None, sample_c=None, sample_b=None, sample_bias=None, *,
+                 sample_b_ptrs=None, num_experts=None, b_shape=None, b_dtype=torch.bfloat16,
+                 c_dtype=None, d_dtype=None, generate_c=False, dynamic_sched=False,
+                 m_capacity=None, tile_m=0, tile_n=0, cluster_m=0, sm_margin=0,
+                 weight_layout="k_major"):
         self._samples = (sample_a, sample_padded_offsets, sample_alpha, sample_prob, sample_b,
                          sample_b_ptrs, sample_bias, sample_c, sample_d)
         self._discrete = (num_experts, b_shape, b_dtype)
@@ -540,8 +548,8 @@ class GroupedGemm:
         lib.check(status)
         return text
 
-    def execute(self, a, d, padded_offsets, alpha, prob, b=None, b_ptrs=None, bias=None, c=None,
-                workspace=None, check_status=False, valid_rows=None):
+    def execute(self, a, d, padded_offsets, alpha=None, prob=None, b=None, b_ptrs=None, bias=None,
+                c=None, workspace=None, check_status=False, valid_rows=None):
         """Enqueues the call on the current stream, writing d (and c with generate_c); returns
         GroupedGemmResult(d, c). Any M up to m_capacity (a multiple of 256) is accepted.
         valid_rows: optional (L,) int32 per-expert valid-row counts, as in grouped_gemm (rows
