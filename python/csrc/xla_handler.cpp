@@ -60,6 +60,13 @@ ffi::Error run(CUstream_st* stream, int32_t device, ffi::AnyBuffer a, ffi::AnyBu
     if (discrete && weights.size_bytes() != static_cast<size_t>(8 * num_experts)) {
         return ffi::Error::InvalidArgument("ggemm: b_ptrs must hold 8 bytes per expert");
     }
+    // alpha and prob come empty where the caller gave None: NULL, every value 1.
+    if (alpha.element_count() != 0 && alpha.element_count() != padded_offsets.element_count()) {
+        return ffi::Error::InvalidArgument("ggemm: alpha must hold one value per expert, or none");
+    }
+    if (prob.element_count() != 0 && prob.element_count() != static_cast<size_t>(m)) {
+        return ffi::Error::InvalidArgument("ggemm: prob must hold one value per row of a, or none");
+    }
 
     ggemm_plan_desc desc;
     ggemm_plan_desc_init(&desc, sizeof desc);
@@ -93,8 +100,8 @@ ffi::Error run(CUstream_st* stream, int32_t device, ffi::AnyBuffer a, ffi::AnyBu
     args.b = discrete ? nullptr : weights.untyped_data();
     args.b_ptrs = discrete ? static_cast<const uint64_t*>(weights.untyped_data()) : nullptr;
     args.padded_offsets = padded_offsets.typed_data();
-    args.alpha = alpha.typed_data();
-    args.prob = prob.typed_data();
+    args.alpha = alpha.element_count() != 0 ? alpha.typed_data() : nullptr;
+    args.prob = prob.element_count() != 0 ? prob.typed_data() : nullptr;
     args.bias = bias_dtype == GGEMM_DTYPE_NONE ? nullptr : bias.untyped_data();
     args.c = generate_c ? c->untyped_data() : nullptr;
     args.d = d->untyped_data();
@@ -173,8 +180,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(ggemm_xla_grouped_gemm, grouped_gemm,
                                   .Arg<ffi::AnyBuffer>()             // a
                                   .Arg<ffi::AnyBuffer>()             // b or b_ptrs
                                   .Arg<ffi::Buffer<ffi::S32>>()      // padded_offsets
-                                  .Arg<ffi::Buffer<ffi::F32>>()      // alpha
-                                  .Arg<ffi::Buffer<ffi::F32>>()      // prob
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // alpha (empty without)
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // prob (empty without)
                                   .Arg<ffi::AnyBuffer>()             // bias (empty without)
                                   .Arg<ffi::Buffer<ffi::S32>>()      // valid_rows (empty without)
                                   .Ret<ffi::AnyBuffer>()             // d
@@ -199,8 +206,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(ggemm_xla_glu, glu,
                                   .Arg<ffi::AnyBuffer>()             // a
                                   .Arg<ffi::AnyBuffer>()             // b or b_ptrs
                                   .Arg<ffi::Buffer<ffi::S32>>()      // padded_offsets
-                                  .Arg<ffi::Buffer<ffi::F32>>()      // alpha
-                                  .Arg<ffi::Buffer<ffi::F32>>()      // prob
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // alpha (empty without)
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // prob (empty without)
                                   .Arg<ffi::AnyBuffer>()             // bias (empty without)
                                   .Ret<ffi::AnyBuffer>()             // d (M x N/2)
                                   .Ret<ffi::AnyBuffer>()             // c (M x N; empty without)
@@ -227,8 +234,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(ggemm_xla_dglu, dglu,
                                   .Arg<ffi::AnyBuffer>()             // a (the upstream gradient)
                                   .Arg<ffi::AnyBuffer>()             // b or b_ptrs
                                   .Arg<ffi::Buffer<ffi::S32>>()      // padded_offsets
-                                  .Arg<ffi::Buffer<ffi::F32>>()      // alpha
-                                  .Arg<ffi::Buffer<ffi::F32>>()      // prob
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // alpha (empty without)
+                                  .Arg<ffi::Buffer<ffi::F32>>()      // prob (empty without)
                                   .Arg<ffi::AnyBuffer>()             // the saved pre-activation
                                   .Ret<ffi::AnyBuffer>()             // d_pre (M x 2N)
                                   .Ret<ffi::Buffer<ffi::F32>>()      // d_prob (M)

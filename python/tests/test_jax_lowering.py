@@ -170,3 +170,45 @@ def test_dglu_refusals_while_tracing():
     with pytest.raises(ValueError, match=r"(?m)^n: expected N \(the activation's width\) a multiple of 32, got N = 72$"):
         jax.eval_shape(lambda a, o, al, p, w, pre: gj.dglu(a, o, al, p, pre, b=w),
                        *COMMON, spec((L, K, 72), jnp.bfloat16), spec((M, 144), jnp.bfloat16))
+
+
+# --- alpha and prob given as None: empty operands, which the handler passes as NULL --------------
+
+SCALES = {"alpha": spec((L,), jnp.float32), "prob": spec((M,), jnp.float32)}
+
+
+def scale_operands(call):
+    """The types of the custom call's operands 4 and 5 (after a, the weights, the offsets)."""
+    operands = re.search(r" : \(([^)]*)\) -> ", call).group(1).split(", ")
+    return operands[3:5]
+
+
+@pytest.mark.parametrize("given", [(), ("alpha",), ("prob",), ("alpha", "prob")])
+@pytest.mark.parametrize("entry", ["grouped_gemm", "glu", "dglu"])
+def test_alpha_and_prob_none_lower_to_empty_operands(entry, given):
+    args = [COMMON[0], COMMON[1]] + [SCALES[name] for name in given]
+
+    def fn(a, o, *scales):
+        named = dict(zip(given, scales))
+        alpha, prob = named.get("alpha"), named.get("prob")
+        if entry == "dglu":  # N = 96, the next layer's N-major weights, pre (M, 2N)
+            w = jnp.zeros((L, K, 96), jnp.bfloat16)
+            return gj.dglu(a, o, alpha, prob, jnp.zeros((M, 192), jnp.bfloat16), b=w)
+        b = jnp.zeros((L, N, K), jnp.bfloat16)
+        if not given:  # the defaults
+            return getattr(gj, entry)(a, o, b=b)
+        return getattr(gj, entry)(a, o, alpha, prob, b=b)
+
+    call = custom_calls(lower(fn, *args))[0]
+    assert scale_operands(call) == ["tensor<4xf32>" if "alpha" in given else "tensor<0xf32>",
+                                    "tensor<512xf32>" if "prob" in given else "tensor<0xf32>"]
+
+
+def test_a_given_alpha_or_prob_is_checked_when_the_other_is_none():
+    b = spec((L, N, K), jnp.bfloat16)
+    with pytest.raises(ValueError, match=r"(?m)^prob: expected shape \(M,\) = \(512,\), got shape \(256,\)$"):
+        jax.eval_shape(lambda a, o, p, b: gj.grouped_gemm(a, o, None, p, b=b),
+                       COMMON[0], COMMON[1], spec((256,), jnp.float32), b)
+    with pytest.raises(ValueError, match=r"(?m)^alpha: expected dtype float32, got bfloat16$"):
+        jax.eval_shape(lambda a, o, al, b: gj.glu(a, o, al, None, b=b),
+                       COMMON[0], COMMON[1], spec((L,), jnp.bfloat16), b)

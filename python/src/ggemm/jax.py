@@ -102,8 +102,10 @@ def _operands(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias):
     if not 1 <= num_experts <= 1024:
         _refuse("padded_offsets", "1 to 1024 experts (its length L)", f"L = {num_experts}")
     _expect("padded_offsets", padded_offsets, (num_experts,), jnp.int32, "(L,)")
-    _expect("alpha", alpha, (num_experts,), jnp.float32, "(L,)")
-    _expect("prob", prob, (m,), jnp.float32, "(M,)")
+    if alpha is not None:
+        _expect("alpha", alpha, (num_experts,), jnp.float32, "(L,)")
+    if prob is not None:
+        _expect("prob", prob, (m,), jnp.float32, "(M,)")
 
     if (b is None) == (b_ptrs is None):
         _refuse("b / b_ptrs", "exactly one weight source (dense b or discrete b_ptrs)",
@@ -139,6 +141,12 @@ def _operands(a, padded_offsets, alpha, prob, b, b_ptrs, n, bias):
     return _Operands(m, n, k, num_experts, weight_mode, weights, bias, bias_code)
 
 
+def _or_empty(x):
+    """alpha or prob as a custom-call operand: x, or for None an empty f32 array, which the
+    handler passes to the library as NULL (every value 1)."""
+    return x if x is not None else jnp.zeros((0,), jnp.float32)
+
+
 def _zero_tail(padded_offsets, m, d, c, generate_c, valid_rows=None):
     """Rows at or past padded_offsets[-1], and with valid_rows those past their expert's count,
     set to zero."""
@@ -156,16 +164,18 @@ def _zero_tail(padded_offsets, m, d, c, generate_c, valid_rows=None):
     return d, c
 
 
-def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
-                 c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
+def grouped_gemm(a, padded_offsets, alpha=None, prob=None, b=None, b_ptrs=None, n=None, bias=None,
+                 *, c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False,
                  dynamic_sched=False, zero_tail=True, tile_m=0, tile_n=0, cluster_m=0,
                  sm_margin=0, valid_rows=None):
     """The grouped GEMM on JAX arrays; returns GroupedGemmResult(d, c).
 
-    a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32; prob (M,)
-    f32; weights either b (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses
-    as 8*L uint8, or (L,) int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16
-    or f32, optional. Refusals of shapes and dtypes raise ValueError while tracing.
+    a (M, K) bf16 with M a multiple of 256; padded_offsets (L,) int32; alpha (L,) f32 and prob
+    (M,) f32, each or both None: every alpha (prob) is 1, the same bits as an array of ones (with
+    both None, a call without bias or C skips the two multiplications); weights either b
+    (L, N, K) bf16 or b_ptrs (from ggemm.jax.b_ptrs: L device addresses as 8*L uint8, or (L,)
+    int64/uint64 with jax_enable_x64) with n = N; bias (L, N) bf16, f16 or f32, optional.
+    Refusals of shapes and dtypes raise ValueError while tracing.
 
     valid_rows: optional (L,) int32 per-expert valid-row counts (not with an SM100 CTA-pair
     plan): rows
@@ -193,7 +203,7 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     call = jax.ffi.ffi_call(TARGET, (jax.ShapeDtypeStruct((m, n), d_dtype),
                                      jax.ShapeDtypeStruct(c_shape, c_dtype),
                                      jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
-    d, c, _ = call(a, weights, padded_offsets, alpha, prob, bias, counts,
+    d, c, _ = call(a, weights, padded_offsets, _or_empty(alpha), _or_empty(prob), bias, counts,
                    weight_mode=np.int32(weight_mode), c_dtype=np.int32(c_code),
                    d_dtype=np.int32(d_code), bias_dtype=np.int32(bias_code),
                    generate_c=np.int32(bool(generate_c)), scheduler=np.int32(scheduler),
@@ -204,17 +214,18 @@ def grouped_gemm(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bi
     return GroupedGemmResult(d, c if generate_c else None)
 
 
-def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, *,
+def glu(a, padded_offsets, alpha=None, prob=None, b=None, b_ptrs=None, n=None, bias=None, *,
         activation="swiglu", glu_scale=1.702, glu_limit=7.0, glu_offset=1.0,
         c_dtype=jnp.bfloat16, d_dtype=jnp.bfloat16, generate_c=False, dynamic_sched=False,
         zero_tail=True, tile_n=0, sm_margin=0):
     """The grouped GEMM with a fused gated activation; returns GroupedGemmResult(d, c).
 
-    Operands as grouped_gemm's; N is the pre-activation width, a multiple of 64, in interleaved
-    blocks of 32 gate and 32 up columns. d (M, N/2) = prob * act(gate, up) of the fp32
-    pre-activation alpha * (a @ B_g^T) (+ bias, not scaled by prob); c (M, N) the pre-activation
-    with generate_c. activation "swiglu" (silu(gate) * up) or "geglu_clamped" with glu_scale,
-    glu_limit, glu_offset (docs/python.md). Lowers to the XLA FFI custom call "ggemm_glu"."""
+    Operands as grouped_gemm's (alpha and prob may be None); N is the pre-activation width, a
+    multiple of 64, in interleaved blocks of 32 gate and 32 up columns. d (M, N/2) = prob *
+    act(gate, up) of the fp32 pre-activation alpha * (a @ B_g^T) (+ bias, not scaled by prob);
+    c (M, N) the pre-activation with generate_c. activation "swiglu" (silu(gate) * up) or
+    "geglu_clamped" with glu_scale, glu_limit, glu_offset (docs/python.md). Lowers to the XLA FFI
+    custom call "ggemm_glu"."""
     code, scale, limit, offset = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
     m, n, k, num_experts, weight_mode, weights, bias, bias_code = _operands(
         a, padded_offsets, alpha, prob, b, b_ptrs, n, bias)
@@ -230,7 +241,7 @@ def glu(a, padded_offsets, alpha, prob, b=None, b_ptrs=None, n=None, bias=None, 
     call = jax.ffi.ffi_call(GLU_TARGET, (jax.ShapeDtypeStruct((m, n // 2), d_dtype),
                                          jax.ShapeDtypeStruct(c_shape, c_dtype),
                                          jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
-    d, c, _ = call(a, weights, padded_offsets, alpha, prob, bias,
+    d, c, _ = call(a, weights, padded_offsets, _or_empty(alpha), _or_empty(prob), bias,
                    weight_mode=np.int32(weight_mode), c_dtype=np.int32(c_code),
                    d_dtype=np.int32(d_code), bias_dtype=np.int32(bias_code),
                    generate_c=np.int32(bool(generate_c)), scheduler=np.int32(scheduler),
@@ -249,8 +260,9 @@ def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, a
 
     dy (M, K) bf16; b the next layer's weights as its forward stores them, N-major (L, K, N) (or
     b_ptrs with n); N the activation's width, a multiple of 32; pre the forward's saved (M, 2N)
-    pre-activation. d_pre (M, 2N) of d_dtype and d_prob (M,) f32 as ggemm.torch.dglu describes
-    them (rows no expert computes: d_prob 0, d_pre unspecified). Lowers to "ggemm_dglu"."""
+    pre-activation; alpha and prob may be None (every value 1). d_pre (M, 2N) of d_dtype and
+    d_prob (M,) f32 as ggemm.torch.dglu describes them (rows no expert computes: d_prob 0, d_pre
+    unspecified). Lowers to "ggemm_dglu"."""
     code, scale, limit, offset = rules.glu_settings(activation, glu_scale, glu_limit, glu_offset)
     if b is not None:
         if b.ndim != 3:
@@ -277,7 +289,7 @@ def dglu(dy, padded_offsets, alpha, prob, pre, b=None, b_ptrs=None, n=None, *, a
     call = jax.ffi.ffi_call(DGLU_TARGET, (jax.ShapeDtypeStruct((m, 2 * n), d_dtype),
                                           jax.ShapeDtypeStruct((m,), jnp.float32),
                                           jax.ShapeDtypeStruct((workspace,), jnp.uint8)))
-    d_pre, d_prob, _ = call(dy, weights, padded_offsets, alpha, prob, pre,
+    d_pre, d_prob, _ = call(dy, weights, padded_offsets, _or_empty(alpha), _or_empty(prob), pre,
                             weight_mode=np.int32(weight_mode), weight_layout=np.int32(lib.WEIGHT_LAYOUT_N_MAJOR),
                             d_dtype=np.int32(d_code), scheduler=np.int32(scheduler), tile_n=np.int32(tile_n),
                             sm_margin=np.int32(sm_margin), activation=np.int32(code),
