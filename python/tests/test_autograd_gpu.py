@@ -130,3 +130,49 @@ def test_torch_compile_fullgraph_forward_and_backward_match_eager(bias_dtype, we
     for name in eager:
         err = relative_error(compiled[name], eager[name])
         assert err < 1e-6, f"d{name}: compiled differs from eager by {err}"
+
+
+@pytest.mark.parametrize("bias_dtype,generate_c,weight_layout", [(None, False, "k_major"),
+                                                                 (None, True, "n_major"),
+                                                                 (torch.bfloat16, True, "k_major")])
+@pytest.mark.parametrize("absent", [("alpha",), ("prob",), ("alpha", "prob")])
+def test_none_alpha_or_prob_give_the_gradients_of_ones(absent, bias_dtype, generate_c,
+                                                       weight_layout):
+    """A None alpha or prob is every value 1 in the backward too: each other input gets the
+    bits it gets with a tensor of ones (that needs no gradient), and the None one none."""
+    p = make_problem(seed=13, bias_dtype=bias_dtype, weight_layout=weight_layout)
+
+    def gradients(scales):
+        leaves = {name: t for name, t in leaves_of(p).items() if name not in absent}
+
+        def fn(t):
+            alpha, prob = (scales[name] if name in absent else t[name]
+                           for name in ("alpha", "prob"))
+            return gt.grouped_gemm(t["a"], p["padded_offsets"], alpha, prob, b=t["b"],
+                                   bias=t.get("bias"), generate_c=generate_c,
+                                   c_dtype=torch.float32, weight_layout=weight_layout)
+
+        return ggemm_gradients(fn, leaves, p, generate_c)
+
+    with_none = gradients(dict.fromkeys(absent))
+    with_ones = gradients({name: torch.ones_like(p[name]) for name in absent})
+    assert set(with_none) == set(with_ones) == set(leaves_of(p)) - set(absent)
+    for name in with_none:
+        assert torch.equal(with_none[name], with_ones[name]), f"d{name} differs from ones'"
+
+
+def test_torch_compile_fullgraph_gradients_without_alpha_and_prob():
+    p = make_problem(seed=14, bias_dtype=torch.bfloat16)
+
+    def block(t):
+        return gt.grouped_gemm(t["a"], p["padded_offsets"], b=t["b"], bias=t["bias"],
+                               generate_c=True, c_dtype=torch.float32)
+
+    def leaves():
+        return {name: p[name].clone().requires_grad_() for name in ("a", "b", "bias")}
+
+    eager = ggemm_gradients(block, leaves(), p, True)
+    compiled = ggemm_gradients(torch.compile(block, fullgraph=True), leaves(), p, True)
+    for name in eager:
+        err = relative_error(compiled[name], eager[name])
+        assert err < 1e-6, f"d{name}: compiled differs from eager by {err}"

@@ -151,3 +151,91 @@ def test_torch_dglu_matches_fp64_autograd(activation):
     assert relative_error(d_pre[:rows].cpu().numpy(), pre64.grad[:rows].cpu().numpy()) < TOLERANCE["float32"]
     assert relative_error(d_prob[:rows].cpu().numpy(), prob64.grad[:rows].cpu().numpy()) < TOLERANCE["float32"]
     assert not d_prob[rows:].any()  # rows no expert computes
+
+
+# --- alpha and prob as None: every value 1, the same bits as tensors of ones ----------------------
+
+ABSENT = [("alpha",), ("prob",), ("alpha", "prob")]
+
+
+def same_bits_np(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    return x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x.view(np.uint8),
+                                                                        y.view(np.uint8))
+
+
+@requires_torch_cuda
+@pytest.mark.parametrize("activation,bias_dtype", [("swiglu", None), ("geglu_clamped", "float32")])
+@pytest.mark.parametrize("absent", ABSENT)
+def test_torch_glu_none_alpha_or_prob_give_the_bits_of_ones(absent, activation, bias_dtype):
+    import torch
+    import ggemm.torch as gt
+    from moe_data import OFFSETS, make_inputs, same_bits
+    t = make_inputs(n=512, bias_dtype=getattr(torch, bias_dtype) if bias_dtype else None, seed=4)
+    options = dict(activation=activation, generate_c=True, c_dtype=torch.float32)
+    ones = gt.glu(**dict(t, **{name: torch.ones_like(t[name]) for name in absent}), **options)
+    none = gt.glu(**dict(t, **dict.fromkeys(absent)), **options)
+    torch.cuda.synchronize()
+    rows = OFFSETS[-1]
+    assert same_bits(none.d[:rows], ones.d[:rows]) and same_bits(none.c[:rows], ones.c[:rows])
+
+
+@requires_torch_cuda
+@pytest.mark.parametrize("absent", ABSENT)
+def test_torch_dglu_none_alpha_or_prob_give_the_bits_of_ones(absent):
+    import torch
+    import ggemm.torch as gt
+    from moe_data import same_bits
+    g = torch.Generator(device="cpu").manual_seed(12)
+    m, n, k, offsets = 1024, 160, 256, [256, 256, 768, 768]
+    L = len(offsets)
+    dy = torch.randn(m, k, generator=g).to(torch.bfloat16).cuda()
+    w = (torch.randn(L, k, n, generator=g) * k ** -0.5).to(torch.bfloat16).cuda()
+    pre = (torch.randn(m, 2 * n, generator=g) * 4).to(torch.bfloat16).cuda()
+    scales = dict(alpha=(torch.rand(L, generator=g) + 0.5).cuda(),
+                  prob=(torch.rand(m, generator=g) * 0.9 + 0.1).cuda())
+    offs = torch.tensor(offsets, dtype=torch.int32, device="cuda")
+    ones = dict(scales, **{name: torch.ones_like(scales[name]) for name in absent})
+    none = dict(scales, **dict.fromkeys(absent))
+    d_pre_ones, d_prob_ones = gt.dglu(dy, offs, ones["alpha"], ones["prob"], pre, b=w,
+                                      d_dtype=torch.float32)
+    d_pre_none, d_prob_none = gt.dglu(dy, offs, none["alpha"], none["prob"], pre, b=w,
+                                      d_dtype=torch.float32)
+    torch.cuda.synchronize()
+    rows = offsets[-1]  # d_pre past it is unspecified; d_prob is written for every row
+    assert same_bits(d_pre_none[:rows], d_pre_ones[:rows]) and same_bits(d_prob_none, d_prob_ones)
+
+
+@requires_jax_cuda
+@pytest.mark.parametrize("absent", ABSENT)
+def test_jax_glu_and_dglu_none_alpha_or_prob_give_the_bits_of_ones(absent):
+    import jax.numpy as jnp
+    import ggemm.jax as gj
+    rng = np.random.default_rng(9)
+    m, n, k, offsets = 1024, 512, 320, [256, 256, 768, 768]
+    L = len(offsets)
+    offs = jnp.asarray(offsets, jnp.int32)
+    scales = dict(alpha=jnp.asarray(rng.uniform(0.5, 1.5, L), jnp.float32),
+                  prob=jnp.asarray(rng.uniform(0.1, 1.0, m), jnp.float32))
+    ones = dict(scales, **{name: jnp.ones_like(scales[name]) for name in absent})
+    none = dict(scales, **dict.fromkeys(absent))
+
+    a = jnp.asarray(rng.standard_normal((m, k)), jnp.bfloat16)
+    b = jnp.asarray(rng.standard_normal((L, n, k)) * k ** -0.5, jnp.bfloat16)
+    with_ones = gj.glu(a, offs, ones["alpha"], ones["prob"], b=b, generate_c=True,
+                       c_dtype=jnp.float32)
+    with_none = gj.glu(a, offs, none["alpha"], none["prob"], b=b, generate_c=True,
+                       c_dtype=jnp.float32)
+    assert same_bits_np(with_none.d, with_ones.d) and same_bits_np(with_none.c, with_ones.c)
+
+    # dGLU: N = 160 (the activation's width), the next layer's N-major weights (L, K, N).
+    dy = jnp.asarray(rng.standard_normal((m, k)), jnp.bfloat16)
+    w = jnp.asarray(rng.standard_normal((L, k, 160)) * k ** -0.5, jnp.bfloat16)
+    pre = jnp.asarray(rng.standard_normal((m, 320)) * 4, jnp.bfloat16)
+    d_pre_ones, d_prob_ones = gj.dglu(dy, offs, ones["alpha"], ones["prob"], pre, b=w,
+                                      d_dtype=jnp.float32)
+    d_pre_none, d_prob_none = gj.dglu(dy, offs, none["alpha"], none["prob"], pre, b=w,
+                                      d_dtype=jnp.float32)
+    rows = offsets[-1]  # d_pre past it is unspecified; d_prob is written for every row
+    assert same_bits_np(np.asarray(d_pre_none)[:rows], np.asarray(d_pre_ones)[:rows])
+    assert same_bits_np(d_prob_none, d_prob_ones)

@@ -100,3 +100,36 @@ def test_eager_equals_jit_bitwise():
     eager = gj.grouped_gemm(**t).d
     jitted = jax.jit(lambda **kw: gj.grouped_gemm(**kw).d)(**t)
     assert np.array_equal(np.asarray(eager).view(np.uint16), np.asarray(jitted).view(np.uint16))
+
+
+def same_bits(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    return x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x.view(np.uint8),
+                                                                        y.view(np.uint8))
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+@pytest.mark.parametrize("bias_dtype,generate_c", [(None, False), (None, True),
+                                                   (jnp.float32, True)])
+@pytest.mark.parametrize("absent", [("alpha",), ("prob",), ("alpha", "prob")])
+def test_none_alpha_or_prob_give_the_bits_of_ones(absent, bias_dtype, generate_c, use_jit):
+    """A None alpha or prob (an empty operand, NULL to the library) against arrays of ones; with
+    both None and neither bias nor C, the library's unscaled epilogue."""
+    t = make_inputs(bias_dtype=bias_dtype, seed=3)
+    ones = dict(t, **{name: jnp.ones_like(t[name]) for name in absent})
+    none = dict(t, **dict.fromkeys(absent))
+
+    def call(**kw):
+        return gj.grouped_gemm(**kw, generate_c=generate_c, c_dtype=jnp.float32)
+
+    fn = jax.jit(call) if use_jit else call
+    with_ones, with_none = fn(**ones), fn(**none)
+    assert same_bits(with_none.d, with_ones.d)  # zero_tail: every row comparable
+    if generate_c:
+        assert same_bits(with_none.c, with_ones.c)
+    else:
+        assert with_none.c is None
+    _, ref_d = reference(**ones)
+    last = OFFSETS[-1]
+    err = relative_error(np.asarray(with_none.d[:last], np.float64), ref_d[:last])
+    assert err < TOLERANCE["bfloat16"]

@@ -258,3 +258,67 @@ def test_n_major_weights_match_fp64_and_k_major_on_the_transpose(mode):
     assert torch.isnan(d2[LAST:].float()).all()
     with pytest.raises(ValueError, match="N-major weights of shape"):
         gt.grouped_gemm(**t, weight_layout="n_major")  # (L, N, K) with N != K: not (L, K, N)
+
+
+# --- alpha and prob as None: every value 1, the same bits as tensors of ones ----------------------
+
+ABSENT = [("alpha",), ("prob",), ("alpha", "prob")]
+
+
+def with_ones(t, absent):
+    return dict(t, **{name: torch.ones_like(t[name]) for name in absent})
+
+
+def without(t, absent):
+    return dict(t, **dict.fromkeys(absent))
+
+
+@pytest.mark.parametrize("mode", ["dense", "discrete"])
+@pytest.mark.parametrize("bias_dtype,generate_c", [(None, False), (None, True),
+                                                   (torch.float32, True)])
+@pytest.mark.parametrize("absent", ABSENT)
+def test_none_alpha_or_prob_give_the_bits_of_ones(absent, bias_dtype, generate_c, mode):
+    """grouped_gemm and the class with a None alpha or prob against the same calls with tensors
+    of ones (both None without bias or C: the library's unscaled epilogue)."""
+    t = make_inputs(bias_dtype=bias_dtype, seed=21)
+    call = discrete(t) if mode == "discrete" else t
+    options = dict(generate_c=generate_c, c_dtype=torch.float32)
+    ones = gt.grouped_gemm(**with_ones(call, absent), **options)
+    none = gt.grouped_gemm(**without(call, absent), **options)
+    torch.cuda.synchronize()
+    assert same_bits(none.d[:LAST], ones.d[:LAST])
+    if generate_c:
+        assert same_bits(none.c[:LAST], ones.c[:LAST])
+    else:
+        assert none.c is None
+    _, ref_d = reference(**with_ones(t, absent))
+    assert rel_error(none.d, ref_d, LAST) < TOL[torch.bfloat16]
+
+    op = gt.GroupedGemm(sample_a=t["a"], sample_padded_offsets=t["padded_offsets"],
+                        sample_bias=t.get("bias"), sample_b=t["b"] if mode == "dense" else None,
+                        num_experts=len(OFFSETS) if mode == "discrete" else None,
+                        b_shape=(N, t["a"].shape[1]) if mode == "discrete" else None,
+                        generate_c=generate_c, c_dtype=torch.float32).compile()
+    outputs = []
+    for scales in (with_ones(call, absent), without(call, absent)):
+        d = poison((M, N), torch.bfloat16)
+        c = poison((M, N), torch.float32) if generate_c else None
+        op.execute(d=d, c=c, **{k: v for k, v in scales.items() if k != "n"})
+        outputs.append((d, c))
+    torch.cuda.synchronize()
+    (d_ones, c_ones), (d_none, c_none) = outputs
+    assert same_bits(d_none[:LAST], d_ones[:LAST]) and torch.isnan(d_none[LAST:].float()).all()
+    if generate_c:
+        assert same_bits(c_none[:LAST], c_ones[:LAST]) and torch.isnan(c_none[LAST:]).all()
+
+
+def test_torch_compile_fullgraph_without_alpha_and_prob():
+    t = make_inputs(seed=22)
+
+    def block(a, padded_offsets, b):
+        return gt.grouped_gemm(a, padded_offsets, b=b).d
+
+    eager = block(t["a"], t["padded_offsets"], t["b"])
+    compiled = torch.compile(block, fullgraph=True)(t["a"], t["padded_offsets"], t["b"])
+    ones = gt.grouped_gemm(**with_ones(t, ("alpha", "prob"))).d
+    assert same_bits(compiled[:LAST], eager[:LAST]) and same_bits(eager[:LAST], ones[:LAST])
