@@ -15,12 +15,22 @@
 
 #include "kernels/common/params.h"
 #include "ptx/load.cuh"
+#include "ptx/prefetch.cuh"
 
 namespace ggemm {
 
+// Where a tile's alpha[expert] is loaded. kAtTileStart: per thread, by a volatile load where the
+// tile starts, its latency hidden by the main loop (a plain load there went into a uniform
+// register, and that move held the tile's first wgmma). kAfterMainLoop: prefetched to L1 where the
+// tile starts and loaded once the main loop is done (after_main_loop). On an H200 loading at the
+// tile's start made calls of one or two tiles per SM 3-13 % faster and calls of many tiles per SM
+// up to 2 % slower (docs/PERFORMANCE.md): the SM90 kernels choose by tile width (their Config).
+enum class AlphaLoad { kAtTileStart, kAfterMainLoop };
+
 // Per-tile constants of the epilogue.
 struct EpilogueTile {
-    float alpha;          // alpha[expert] (1 without alpha)
+    float alpha;          // alpha[expert] (1 without alpha); with kAfterMainLoop, 1 until after_main_loop
+    const float* alpha_at;  // &alpha[expert], or nullptr without alpha
     const void* bias;     // this expert's bias row (bias + expert * N), or nullptr
     void* c;              // nullptr when C is not generated
     void* d;
@@ -38,13 +48,16 @@ struct EpilogueTile {
     int64_t m;
 };
 
+template <AlphaLoad kAlphaLoad = AlphaLoad::kAtTileStart>
 __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, int32_t expert) {
     EpilogueTile t;
-    // alpha[expert] is loaded per thread where the tile starts, its latency hidden by the main
-    // loop. A plain load of it went into a uniform register, and that move waited for the load
-    // before the tile's first wgmma could issue; the volatile load's result stays in a per-thread
-    // register, first read by the epilogue.
-    t.alpha = args.alpha != nullptr ? ptx::ld_global_in_place(args.alpha + expert) : 1.f;
+    t.alpha_at = args.alpha != nullptr ? args.alpha + expert : nullptr;
+    if constexpr (kAlphaLoad == AlphaLoad::kAtTileStart) {
+        t.alpha = t.alpha_at != nullptr ? ptx::ld_global_in_place(t.alpha_at) : 1.f;
+    } else {
+        t.alpha = 1.f;
+        if (t.alpha_at != nullptr) ptx::prefetch_global_l1(t.alpha_at);
+    }
     t.bias = nullptr;
     if (args.bias != nullptr) {
         const int64_t elem = dtype_bytes(args.bias_dtype);
@@ -64,6 +77,16 @@ __device__ __forceinline__ EpilogueTile epilogue_tile(const KernelArgs& args, in
     t.d_prob_partials = args.d_prob_partials;
     t.m = args.m;
     return t;
+}
+
+// The epilogue's copy of a tile's constants, taken once the main loop is done: with
+// kAfterMainLoop, alpha[expert] loaded there (from the L1, where the tile's start prefetched it).
+template <AlphaLoad kAlphaLoad, class Epilogue>
+__device__ __forceinline__ Epilogue after_main_loop(Epilogue e) {
+    if constexpr (kAlphaLoad == AlphaLoad::kAfterMainLoop) {
+        if (e.t.alpha_at != nullptr) e.t.alpha = ptx::ld_global_in_place(e.t.alpha_at);
+    }
+    return e;
 }
 
 // prob[row]; 1 without prob (a NULL args.prob: every row's prob is 1).

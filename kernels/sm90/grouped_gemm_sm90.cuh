@@ -121,6 +121,10 @@ struct Config {
     // The 64-wide tile keeps none either: its k-blocks are short next to their loads' latency,
     // so a stage held one k-block longer is a stage that cannot be loading.
     static constexpr int kBatchesInFlight = kStages <= 3 || kTileN <= 64 ? 0 : 1;
+    // Tiles up to 128 wide serve the calls of one or two tiles per SM, where loading alpha after
+    // the main loop waited on it; wider tiles serve calls of many, where it did not and the
+    // load at the tile's start measured slower (kernels/common/epilogue.cuh).
+    static constexpr AlphaLoad kAlphaLoad = kTileN <= 128 ? AlphaLoad::kAtTileStart : AlphaLoad::kAfterMainLoop;
     static constexpr int kProducerRegisters = 56;
     static constexpr int kMathRegisters = 224;
 
@@ -426,7 +430,7 @@ constexpr EpilogueValue plain_value(TileLoop loop) {
 }
 
 // One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh).
-template <TileLoop kLoop>
+template <TileLoop kLoop, AlphaLoad kAlphaLoad>
 struct WarpStoreOutput {
     static constexpr bool kLoadsDuringMainLoop = false;
     FragmentEpilogue epilogue;
@@ -435,7 +439,7 @@ struct WarpStoreOutput {
     __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
-        const FragmentEpilogue& e = epilogue;
+        const FragmentEpilogue e = after_main_loop<kAlphaLoad>(epilogue);
         if constexpr (kLoop != TileLoop::kGeneral) {
             store_output<__nv_bfloat16, plain_value(kLoop), kWidth>(e, e.t.d, acc, e.t.n);
         } else {
@@ -446,7 +450,7 @@ struct WarpStoreOutput {
     // The fused GLU's epilogues, over the whole tile's accumulators up to `width` columns.
     template <int kTileN>
     __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t width) const {
-        const FragmentEpilogue& e = epilogue;
+        const FragmentEpilogue e = after_main_loop<kAlphaLoad>(epilogue);
         begin_epilogue(e, bias_pair);
         store_fused_tile<kTileN>(e, acc, width);
     }
@@ -454,7 +458,7 @@ struct WarpStoreOutput {
 
 // One warpgroup's output of a tile through TMA stores (tma_store_epilogue_sm90.cuh); kGlu: with
 // the fused GLU forward.
-template <int kStoreAtoms, bool kGlu, TileLoop kLoop>
+template <int kStoreAtoms, bool kGlu, TileLoop kLoop, AlphaLoad kAlphaLoad>
 struct TmaStoreOutput {
     static constexpr bool kLoadsDuringMainLoop = false;
     TmaStoreEpilogue epilogue;
@@ -463,16 +467,17 @@ struct TmaStoreOutput {
     template <int kWidth>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
         if constexpr (kLoop != TileLoop::kGeneral) {
-            store_passes<plain_value(kLoop), float, kActivationNone, kWidth, kStoreAtoms>(epilogue,
-                                                                                           acc);
+            store_passes<plain_value(kLoop), float, kActivationNone, kWidth, kStoreAtoms>(
+                after_main_loop<kAlphaLoad>(epilogue), acc);
         } else {
-            store_tile_tma<kWidth, kStoreAtoms, kGlu>(epilogue, acc);
+            store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop<kAlphaLoad>(epilogue), acc);
         }
     }
 };
 
 // One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh): its storing thread
 // loads the tile's pre-activation while the main loop runs.
+template <AlphaLoad kAlphaLoad>
 struct TmaDgluOutput {
     static constexpr bool kLoadsDuringMainLoop = true;
     TmaDgluEpilogue epilogue;
@@ -482,7 +487,9 @@ struct TmaDgluOutput {
     }
     template <int kTileN>
     __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t) const {
-        store_dglu_tma_tile<kTileN>(epilogue, acc);
+        TmaDgluEpilogue e = epilogue;
+        e.out = after_main_loop<kAlphaLoad>(e.out);
+        store_dglu_tma_tile<kTileN>(e, acc);
     }
 };
 
@@ -504,8 +511,8 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
     const float2 prob = kScaled ? make_float2(prob_of(args.prob, prob_row), prob_of(args.prob, prob_row + 8))
                                 : make_float2(1.f, 1.f);
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
-        WarpStoreOutput<kLoop> out;
-        out.epilogue.t = epilogue_tile(args, tile.expert);
+        WarpStoreOutput<kLoop, Cfg::kAlphaLoad> out;
+        out.epilogue.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
         out.epilogue.row_begin = row_begin;
         out.epilogue.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         out.epilogue.n_begin = tile.n_begin;
@@ -521,7 +528,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         return out;
     } else {
         TmaStoreEpilogue e;
-        e.t = epilogue_tile(args, tile.expert);
+        e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
         e.prob = prob;
         e.buffer = s.output.d_tile[warpgroup];
         e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
@@ -531,7 +538,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         e.n_begin = tile.n_begin;
         e.d_map = d_map;
         if constexpr (Cfg::kTmaStoreDglu) {
-            TmaDgluOutput out;
+            TmaDgluOutput<Cfg::kAlphaLoad> out;
             out.epilogue.out = e;
             out.epilogue.pre_map = pre_map;
             out.epilogue.pre_full = &s.pre_full[warpgroup];
@@ -539,7 +546,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
             out.epilogue.width = tile.n_width;
             return out;
         } else {
-            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop> out;
+            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
             out.epilogue = e;
             return out;
         }
