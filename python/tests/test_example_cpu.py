@@ -99,20 +99,27 @@ def relative_error(ours, ref):
     return float((ours.float() - ref.float()).norm() / ref.float().norm())
 
 
-def test_forward_matches_the_eager_reference(moe_layer):
+def block(moe_layer):
+    """A small block and a batch of tokens for it, the same in every test."""
     torch.manual_seed(0)
     moe = moe_layer.MoE(hidden=256, ffn=128, experts=6, top_k=2, device="cpu")
-    x = torch.randn(300, 256).to(torch.bfloat16)
+    return moe, torch.randn(300, 256).to(torch.bfloat16)
+
+
+def training_steps(moe_layer):
+    """The example's training step and its fp32 autograd reference, on one upstream gradient."""
+    moe, x = block(moe_layer)
+    dout = torch.randn(300, 256).to(torch.bfloat16)
+    return moe.train_step_ggemm(x, dout), moe.train_step_reference(x, dout)
+
+
+def test_forward_matches_the_eager_reference(moe_layer):
+    moe, x = block(moe_layer)
     assert relative_error(moe.forward_ggemm(x), moe.forward_reference(x)) < 1e-2
 
 
 def test_training_step_matches_fp32_autograd(moe_layer):
-    torch.manual_seed(0)
-    moe = moe_layer.MoE(hidden=256, ffn=128, experts=6, top_k=2, device="cpu")
-    x = torch.randn(300, 256).to(torch.bfloat16)
-    dout = torch.randn(300, 256).to(torch.bfloat16)
-    ours = moe.train_step_ggemm(x, dout)
-    refs = moe.train_step_reference(x, dout)
+    ours, refs = training_steps(moe_layer)
     for name, o, r in zip(("out", "dx", "d_router", "dw1", "dw2"), ours, refs):
         assert o.shape == r.shape, name
         assert relative_error(o, r) < 1e-2, name
@@ -122,10 +129,5 @@ def test_a_wrong_gradient_is_caught(moe_layer, monkeypatch):
     """The comparison can fail: dGLU without the probabilities' scaling gives wrong gradients."""
     monkeypatch.setattr(gt, "dglu", lambda dy, offs, alpha, prob, pre, b=None, **kw:
                         dglu(dy, offs, alpha, None, pre, b))
-    torch.manual_seed(0)
-    moe = moe_layer.MoE(hidden=256, ffn=128, experts=6, top_k=2, device="cpu")
-    x = torch.randn(300, 256).to(torch.bfloat16)
-    dout = torch.randn(300, 256).to(torch.bfloat16)
-    ours = moe.train_step_ggemm(x, dout)
-    refs = moe.train_step_reference(x, dout)
+    ours, refs = training_steps(moe_layer)
     assert relative_error(ours[3], refs[3]) > 1e-1  # dw1
