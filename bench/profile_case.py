@@ -7,8 +7,8 @@
 
 Each kernel runs once outside the range first (DeepGEMM compiles its kernel then), then once
 inside the range "profile", in the order printed: ggemm (the plan's choice, then each
-GGEMM_KERNEL prefix given with --kernel) and DeepGEMM's m_grouped_bf16_gemm_nt_contiguous when
-`import deep_gemm` works. Same inputs and arguments as bench/peers.py (random alpha and prob for
+GGEMM_KERNEL prefix given with --kernel, then with --unscaled the plan's choice with alpha =
+prob = NULL) and DeepGEMM's m_grouped_bf16_gemm_nt_contiguous when `import deep_gemm` works. Same inputs and arguments as bench/peers.py (random alpha and prob for
 ggemm).
 """
 import argparse
@@ -29,6 +29,8 @@ def parse_args():
     p.add_argument("--kernel", action="append", default=[],
                    help="also profile ggemm restricted to kernels whose name starts with this prefix "
                         "(GGEMM_KERNEL; repeatable)")
+    p.add_argument("--unscaled", action="store_true",
+                   help="also profile the plan's choice with alpha = prob = NULL (D = A B_g^T)")
     return p.parse_args()
 
 
@@ -53,6 +55,9 @@ def main():
         print("ggemm%s: %s" % ("" if prefix is None else "_" + prefix, kernel[:80]))
         runs.append(("ggemm" if prefix is None else "ggemm_" + prefix,
                      lambda g=gcase: g.run(g.args[0], handle)))
+    if opts.unscaled:
+        gcase = peers.GgemmCase(lib, torch, data, peers.gg.SCHEDULER_STATIC, full=False, nulls=("alpha", "prob"))
+        runs.append(("ggemm_unscaled", lambda g=gcase: g.run(g.args[0], handle)))
     if deep_gemm is not None:
         runs.append(("deepgemm", lambda: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(
             data.a[0], data.b[0], data.d_deepgemm, data.m_indices)))
