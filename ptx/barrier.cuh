@@ -19,4 +19,21 @@ __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads
 // statement so it stays ordered with the other ptx/ wrappers, which are asm statements too).
 __device__ __forceinline__ void warp_sync() { asm volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
 
+// elect.sync _|p, 0xffffffff;                                                  PTX 8.0, sm_90
+// Every lane of the warp takes part; true in exactly one of them. Unlike a test of the lane
+// index, it tells the compiler that one thread runs the code it guards: TMA instructions there
+// take their operands straight from uniform registers, with no loop over the active lanes.
+__device__ __forceinline__ bool elect_one_sync() {
+#if defined(GGEMM_PTX_TMA)
+    uint32_t elected = 0;
+    asm volatile(
+        "{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(elected));
+    return elected != 0;
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+    return false;
+#endif
+}
+
 }  // namespace ggemm::ptx

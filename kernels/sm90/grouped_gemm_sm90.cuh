@@ -276,7 +276,9 @@ __device__ __forceinline__ void load_b(__nv_bfloat16* b, const CUtensorMap* b_ma
 // The producer: run by every lane of one warp, which all walk the same schedule, so the loop's
 // state is warp-uniform and lives in uniform registers (walked by one thread, it was not, and
 // each TMA load sat in a loop moving its operands into uniform registers). One lane publishes the
-// tiles, arms the stages' barriers and issues the loads.
+// tiles; one lane chosen by elect.sync arms each stage's barrier and issues its loads. Chosen
+// by its lane index instead, each load sat in a loop over the warp's active lanes, and the
+// producer spent most of a 128x32 tile's k-block issuing one stage (docs/PERFORMANCE.md).
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const KernelArgs& args,
@@ -318,7 +320,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         }
         for (int32_t kb = blocks.begin; kb < blocks.end; ++kb) {
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-            if (leader) {
+            if (ptx::elect_one_sync()) {
                 auto& st = s.stages[stage];
                 // The whole B tile lands here, in a cluster half of it from the other CTA's load
                 // (whose bytes may complete on this barrier before this arrival: the count goes

@@ -37,7 +37,9 @@
 #            transposed-B form (.tnspB); the K-major ones (layout 0) never. The cluster kernels
 #            (Config's last argument 2) multicast B (UTMALDG.xD.MULTICAST), arrive on the other
 #            CTA's barriers (SYNCS.ARRIVE.TRANS64.RED) and hold the cluster barrier
-#            (UCGABAR_ARV / UCGABAR_WAIT); the one-CTA kernels (1) none of these
+#            (UCGABAR_ARV / UCGABAR_WAIT); the one-CTA kernels (1) none of these. The
+#            grouped_gemm_sm90 and _tma_store kernels issue their loads in an elect.sync region,
+#            with no loop over a warp's active lanes (BRA.U.ANY)
 #            The weight-gradient kernels (wgrad_sm90) read both operands transposed
 #            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits, and keep both output paths: the
 #            TMA store path (STS / STS.64 staging, fence, named barrier, UTMASTG.3D) and the
@@ -49,8 +51,9 @@
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
-#            loads, stores), fence, cluster, named-barrier, shared load/store, stmatrix, L1 and L2
-#            prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E) and wgmma wrappers on sm_90a
+#            loads, stores), fence, cluster, named-barrier, elect, shared load/store, stmatrix, L1
+#            and L2 prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E) and wgmma wrappers on
+#            sm_90a
 #
 # The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
 # for tcgen05.mma.kind::f16 (UTCHMMA.2CTA for cta_group::2), UTCBAR for tcgen05.commit,
@@ -384,6 +387,10 @@ if disassemble sm_90a; then
     check_kernels sm_90a "$sm90_cluster" 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' \
         'SYNCS\.ARRIVE\.TRANS64\.RED' 'UCGABAR_ARV' 'UCGABAR_WAIT'
     check_absent sm_90a "$sm90_single" 'UTMALDG[^;]*MULTICAST' 'SYNCS\.ARRIVE\.TRANS64\.RED' 'UCGABAR'
+    # The producer issues each stage's loads in an elect.sync region: no loop over the warp's
+    # active lanes around a TMA load (ELECT ... BRA.U.ANY). dGLU's kernels still load the saved
+    # pre-activation, once per tile, from a lane-index test.
+    check_absent sm_90a 'grouped_gemm_sm90(_tma_store)?INS' 'BRA\.U\.ANY'
     for file in "$work/sm_90a"/*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
@@ -458,7 +465,7 @@ if [[ -n "$nvcc" ]]; then
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' \
             'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' 'UTMASTG\.3D' \
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
-            'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4' \
+            'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'ELECT ' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4' \
             'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'

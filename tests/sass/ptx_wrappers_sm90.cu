@@ -53,6 +53,8 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         fence_proxy_tensormap_acquire(global_map);
     }
     named_barrier_sync(1, 128);
+    // ptx/barrier.cuh: one lane of each warp elected (ELECT).
+    if (elect_one_sync()) out[2 + threadIdx.x / 32] = threadIdx.x;
     // ptx/smem.cuh: shared-window stores and loads (STS, STS.64, LDS.64, LDS.128).
     const uint32_t slot = smem_addr(tile) + 16 * threadIdx.x;
     st_shared_b32(slot, threadIdx.x);
