@@ -96,7 +96,8 @@ constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
 constexpr uint32_t kWgradStoreBarrier = 1;
 
 // Run by every lane of one warp, as grouped_gemm_sm90.cuh's producer: the loop's state is
-// warp-uniform; one lane publishes the tiles, arms the stages and issues the loads.
+// warp-uniform; one lane publishes the tiles, and one lane elected by elect.sync arms each stage
+// and issues its loads (no loop over the active lanes around each load).
 template <class Cfg>
 __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const CUtensorMap* x1_map,
                                         const CUtensorMap* x2_map, const WgradKernelArgs& args) {
@@ -121,7 +122,7 @@ __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const 
 
         for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-            if (leader) {
+            if (ptx::elect_one_sync()) {
                 auto& st = s.stages[stage];
                 ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kStageBytes);
                 const int32_t row = tile.row_begin + kb * Cfg::kBlockRows;

@@ -38,8 +38,8 @@
 #            (Config's last argument 2) multicast B (UTMALDG.xD.MULTICAST), arrive on the other
 #            CTA's barriers (SYNCS.ARRIVE.TRANS64.RED) and hold the cluster barrier
 #            (UCGABAR_ARV / UCGABAR_WAIT); the one-CTA kernels (1) none of these. The
-#            grouped_gemm_sm90 and _tma_store kernels issue their loads in an elect.sync region,
-#            with no loop over a warp's active lanes (BRA.U.ANY)
+#            grouped_gemm_sm90, _tma_store and wgrad_sm90 kernels issue their TMA loads in an
+#            elect.sync region, with no loop over a warp's active lanes (BRA.U.ANY after UTMALDG)
 #            The weight-gradient kernels (wgrad_sm90) read both operands transposed
 #            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits, and keep both output paths: the
 #            TMA store path (STS / STS.64 staging, fence, named barrier, UTMASTG.3D) and the
@@ -271,6 +271,33 @@ check_uniform_batches() {
     fi
 }
 
+# check_loads_unlooped SET NAME_PATTERN: every function whose name matches issues its TMA loads
+# (UTMALDG) outside a loop over the warp's active lanes: no BRA.U.ANY within the three
+# instructions after a load (the compiler's ELECT ... UTMALDG ... BRA.U.ANY form, emitted when a
+# load is guarded by a lane-index test instead of elect.sync).
+check_loads_unlooped() {
+    local arch="$1" pattern="$2"
+    local found=0 file name looped
+    for file in "$work/$arch"/*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ $pattern ]] || continue
+        found=$((found + 1))
+        looped="$(awk '/UTMALDG/ { left = 3; next }
+                       left > 0 && /BRA\.U\.ANY/ { n++; left = 0; next }
+                       left > 0 && /\/\*[0-9a-f]+\*\// { left-- }
+                       END { print n + 0 }' "$file")"
+        if [[ "$looped" -eq 0 ]]; then
+            pass "$arch $name: TMA loads outside lane loops"
+        else
+            fail "$arch $name: $looped TMA load(s) in a loop over the warp's lanes (ELECT ... BRA.U.ANY)"
+        fi
+    done
+    if [[ $found -eq 0 ]]; then
+        fail "$arch: no kernel matching '$pattern' in $library"
+    fi
+}
+
 # check_absent SET NAME_PATTERN MNEMONIC...: no function in $work/SET/ whose name matches contains
 # any of the mnemonics (e.g. a cta_group::1 MMA in a pair kernel).
 check_absent() {
@@ -387,10 +414,10 @@ if disassemble sm_90a; then
     check_kernels sm_90a "$sm90_cluster" 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' \
         'SYNCS\.ARRIVE\.TRANS64\.RED' 'UCGABAR_ARV' 'UCGABAR_WAIT'
     check_absent sm_90a "$sm90_single" 'UTMALDG[^;]*MULTICAST' 'SYNCS\.ARRIVE\.TRANS64\.RED' 'UCGABAR'
-    # The producer issues each stage's loads in an elect.sync region: no loop over the warp's
-    # active lanes around a TMA load (ELECT ... BRA.U.ANY). dGLU's kernels still load the saved
-    # pre-activation, once per tile, from a lane-index test.
-    check_absent sm_90a 'grouped_gemm_sm90(_tma_store)?INS' 'BRA\.U\.ANY'
+    # The producers issue each stage's loads in an elect.sync region: no loop over the warp's
+    # active lanes around a TMA load. dGLU's kernels still load the saved pre-activation, once
+    # per tile, from a lane-index test; the weight gradient's stores leave that way too.
+    check_loads_unlooped sm_90a 'grouped_gemm_sm90(_tma_store)?INS|wgrad_sm90'
     for file in "$work/sm_90a"/*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
