@@ -8,8 +8,8 @@
 Each kernel runs once outside the range first (DeepGEMM compiles its kernel then), then once
 inside the range "profile", in the order printed: ggemm (the plan's choice, then each
 GGEMM_KERNEL prefix given with --kernel, then with --unscaled the plan's choice with alpha =
-prob = NULL) and DeepGEMM's m_grouped_bf16_gemm_nt_contiguous when `import deep_gemm` works. Same inputs and arguments as bench/peers.py (random alpha and prob for
-ggemm).
+prob = NULL) and DeepGEMM's m_grouped_bf16_gemm_nt_contiguous when `import deep_gemm` works.
+Same inputs and arguments as bench/peers.py (random alpha and prob for ggemm).
 """
 import argparse
 import os

@@ -246,24 +246,21 @@ check_kernels() {
     fi
 }
 
-# check_uniform_batches SET NAME_PATTERN: in every function in $work/SET/ whose name matches, no
-# R2UR or WARPSYNC lies between a WARPGROUP.ARRIVE and the HGMMA that closes its batch (gsb0).
-check_uniform_batches() {
-    local arch="$1" pattern="$2"
-    local found=0 file name moves
+# check_none_counted SET NAME_PATTERN AWK_PROGRAM CLEAN_TEXT FOUND_TEXT: runs the awk program,
+# which prints a count, over every function in $work/SET/ whose name matches; each must count 0.
+check_none_counted() {
+    local arch="$1" pattern="$2" program="$3" clean_text="$4" found_text="$5"
+    local found=0 file name count
     for file in "$work/$arch"/*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
         [[ "$name" =~ $pattern ]] || continue
         found=$((found + 1))
-        moves="$(awk '/WARPGROUP\.ARRIVE/ { open = 1; next }
-                      open && /HGMMA[^;]*gsb0/ { open = 0; next }
-                      open && /(R2UR|WARPSYNC)/ { n++ }
-                      END { print n + 0 }' "$file")"
-        if [[ "$moves" -eq 0 ]]; then
-            pass "$arch $name: wgmma descriptors from uniform registers"
+        count="$(awk "$program" "$file")"
+        if [[ "$count" -eq 0 ]]; then
+            pass "$arch $name: $clean_text"
         else
-            fail "$arch $name: $moves R2UR/WARPSYNC inside wgmma batches (a branch the compiler thinks divergent)"
+            fail "$arch $name: $count $found_text"
         fi
     done
     if [[ $found -eq 0 ]]; then
@@ -271,31 +268,30 @@ check_uniform_batches() {
     fi
 }
 
+# check_uniform_batches SET NAME_PATTERN: in every function whose name matches, no R2UR or
+# WARPSYNC lies between a WARPGROUP.ARRIVE and the HGMMA that closes its batch (gsb0).
+check_uniform_batches() {
+    check_none_counted "$1" "$2" \
+        '/WARPGROUP\.ARRIVE/ { open = 1; next }
+         open && /HGMMA[^;]*gsb0/ { open = 0; next }
+         open && /(R2UR|WARPSYNC)/ { n++ }
+         END { print n + 0 }' \
+        "wgmma descriptors from uniform registers" \
+        "R2UR/WARPSYNC inside wgmma batches (a branch the compiler thinks divergent)"
+}
+
 # check_loads_unlooped SET NAME_PATTERN: every function whose name matches issues its TMA loads
 # (UTMALDG) outside a loop over the warp's active lanes: no BRA.U.ANY within the three
 # instructions after a load (the compiler's ELECT ... UTMALDG ... BRA.U.ANY form, emitted when a
 # load is guarded by a lane-index test instead of elect.sync).
 check_loads_unlooped() {
-    local arch="$1" pattern="$2"
-    local found=0 file name looped
-    for file in "$work/$arch"/*.sass; do
-        [[ -e "$file" ]] || continue
-        name="$(basename "$file" .sass)"
-        [[ "$name" =~ $pattern ]] || continue
-        found=$((found + 1))
-        looped="$(awk '/UTMALDG/ { left = 3; next }
-                       left > 0 && /BRA\.U\.ANY/ { n++; left = 0; next }
-                       left > 0 && /\/\*[0-9a-f]+\*\// { left-- }
-                       END { print n + 0 }' "$file")"
-        if [[ "$looped" -eq 0 ]]; then
-            pass "$arch $name: TMA loads outside lane loops"
-        else
-            fail "$arch $name: $looped TMA load(s) in a loop over the warp's lanes (ELECT ... BRA.U.ANY)"
-        fi
-    done
-    if [[ $found -eq 0 ]]; then
-        fail "$arch: no kernel matching '$pattern' in $library"
-    fi
+    check_none_counted "$1" "$2" \
+        '/UTMALDG/ { left = 3; next }
+         left > 0 && /BRA\.U\.ANY/ { n++; left = 0; next }
+         left > 0 && /\/\*[0-9a-f]+\*\// { left-- }
+         END { print n + 0 }' \
+        "TMA loads outside lane loops" \
+        "TMA load(s) in a loop over the warp's lanes (ELECT ... BRA.U.ANY)"
 }
 
 # check_absent SET NAME_PATTERN MNEMONIC...: no function in $work/SET/ whose name matches contains
