@@ -4,23 +4,23 @@
 // barrier init, role split with register reallocation, producer loop, math loop, epilogue.
 //
 // One CTA per SM. Warpgroup 0 is the producer: one warp walks the tile schedule, one lane publishes
-// each tile to the math warpgroups through a small ring, and streams A and B k-blocks into a
-// multi-stage shared-memory ring with TMA (B as one K-major box, or as 64-column N-major boxes:
-// operand_layout.h). In a cluster of two CTAs along M (kClusterM = 2, static scheduler only) the
-// schedule's tiles are 256 rows: both CTAs walk the same work items, CTA rank r computes rows
-// [row_begin + 128 r, + 128) on the same columns, and each loads its own A and half of the
-// weight tile, multicast into both CTAs. Warpgroups 1 and 2 each own 64 rows of the 128-row
+// each tile to the math warpgroups through a small ring, and an elected lane streams A and B
+// k-blocks into a multi-stage shared-memory ring with TMA (B as one K-major box, or as 64-column
+// N-major boxes: operand_layout.h). In a cluster of two CTAs along M (kClusterM = 2, static
+// scheduler only) the schedule's tiles are 256 rows: both CTAs walk the same work items, CTA rank r
+// computes rows [row_begin + 128 r, + 128) on the same columns, and each loads its own A and half
+// of the weight tile, multicast into both CTAs. Warpgroups 1 and 2 each own 64 rows of the 128-row
 // tile and issue m64nNk16 wgmma over the full tile width (over a piece's width when the last
 // partial round of tiles is cut along N, kernels/common/tail_split.h), keeping one wgmma batch in
 // flight, then run the epilogue. With valid-row counts (KernelArgs::valid_rows), a math warpgroup
-// whose 64 rows all lie past its expert's count skips its wgmma and its epilogue (it still
-// releases every stage), and one whose rows are partly valid writes only the valid ones. Two
-// output designs: the math warps' own stores, staged through
-// shared memory 128 bytes of a row at a time (epilogue_sm90.cuh, every dtype and C), or, for a
-// bf16 D without C, a tile buffer in shared memory stored by TMA while the next tile's main loop
-// runs (tma_store_epilogue_sm90.cuh). Small calls may split each tile's K range over several
-// work items (kernels/common/split_k.h): each stores an fp32 partial, and the last to arrive sums
-// them in split order and runs the epilogue (reduce_split).
+// whose 64 rows all lie past its expert's count skips its wgmma and its epilogue (it still releases
+// every stage), and one whose rows are partly valid writes only the valid ones. Two output designs:
+// the math warps' own stores, staged through shared memory 128 bytes of a row at a time
+// (epilogue_sm90.cuh, every dtype and C), or, for a bf16 D without C, a tile buffer in shared
+// memory stored by TMA while the next tile's main loop runs (tma_store_epilogue_sm90.cuh). Small
+// calls may split each tile's K range over several work items (kernels/common/split_k.h): each
+// stores an fp32 partial, and the last to arrive sums them in split order and runs the epilogue
+// (reduce_split).
 #pragma once
 
 #include <cuda_bf16.h>
