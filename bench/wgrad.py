@@ -17,12 +17,15 @@ case, summed over each expert's padded rows (dW_g = dY_g^T X_g with dY (M, N), X
                     d = c + a_g^T b_g in fp32 (when `import deep_gemm` works; it takes the group
                     sizes on the host as well)
        dense        one torch.mm of the same size: (P x M) @ (M x Q), a reference, not a bound
+       ggemm_bf16_NAME  (--alt-lib NAME=PATH) ggemm_bf16 from another build of libggemm.so,
+                    checked against torch._grouped_mm like ggemm_bf16
 TFLOP/s = 2 * M * P * Q / median time, M = padded_offsets[-1].
 
 Writes wgrad.json into --out and prints a table (ggemm over each peer at the peer's own
 output dtype: grouped_mm against ggemm_bf16, deep_gemm against ggemm_fp32).
 
 usage: python3 bench/wgrad.py --lib build-gpu/libggemm.so [--cases a,b] [--rounds 20]
+                              [--alt-lib NAME=PATH ...]
 """
 import argparse
 import ctypes as C
@@ -118,7 +121,15 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--scheduler", choices=("static", "dynamic"), default="static")
     p.add_argument("--out", default="out", help="folder of wgrad.json")
-    return p.parse_args()
+    p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
+                   help="also time another build of libggemm.so (bf16 output, overwrite) in the same rounds, "
+                        "reported as ggemm_bf16_NAME (repeatable)")
+    opts = p.parse_args()
+    names = [spec.split("=", 1)[0] for spec in opts.alt_lib]
+    for spec, name in zip(opts.alt_lib, names):
+        if "=" not in spec or not name or name == "registers" or names.count(name) > 1:
+            p.error("--alt-lib takes NAME=PATH, each NAME once and not 'registers', got %r" % spec)
+    return opts
 
 
 def rel_error(torch, got, ref):
@@ -144,7 +155,7 @@ def time_ops(torch, stream, ops, rounds, warmup):
     return samples
 
 
-def run_case(torch, lib, deep_gemm, case, opts, stream):
+def run_case(torch, lib, alt_libs, deep_gemm, case, opts, stream):
     offsets_host = case["padded_offsets"]
     m, p, q, experts = offsets_host[-1], case["n"], case["k"], case["experts"]
     device = torch.device("cuda")
@@ -169,6 +180,10 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
         finally:
             del os.environ["GGEMM_WGRAD_STORE"]
         plans.append(bf16_registers)
+        alts = []  # (name, plan) of each --alt-lib build, bf16 output, overwrite
+        for name, alt_lib in alt_libs:
+            alts.append((name, Wgrad(alt_lib, m, p, q, experts, DTYPE_BF16, 0, scheduler)))
+            plans.append(alts[-1][1])
         result["plan"] = bf16.describe().splitlines()[2]
         workspace = torch.empty(max(bf16.workspace_size, 128), dtype=torch.uint8, device=device)
         out_bf16 = torch.full((experts, p, q), float("nan"), dtype=torch.bfloat16, device=device)
@@ -184,6 +199,13 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
                ("ggemm_bf16_registers", lambda: bf16_registers.run(args_registers, handle)),
                ("ggemm_fp32_overwrite", lambda: fp32_overwrite.run(args_fp32_overwrite, handle)),
                ("ggemm_fp32", lambda: fp32.run(args_fp32, handle))]
+        alt_outputs = []
+        for name, plan in alts:
+            out = torch.full((experts, p, q), float("nan"), dtype=torch.bfloat16, device=device)
+            alt_workspace = torch.empty(max(plan.workspace_size, 128), dtype=torch.uint8, device=device)
+            alt_args = plan.args(m, x1, x2, offsets, out, alt_workspace, status)
+            alt_outputs.append((name, out))
+            ops.append(("ggemm_bf16_" + name, lambda plan=plan, alt_args=alt_args: plan.run(alt_args, handle)))
         # The peers: torch._grouped_mm's K-grouped form, DeepGEMM's k-grouped kernel, one dense mm.
         x1t = x1.t()
         torch.cuda.synchronize()  # inputs were made on the default stream
@@ -191,10 +213,14 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
             ref = torch._grouped_mm(x1t, x2, offs=offsets, out_dtype=torch.bfloat16)
             bf16.run(args_bf16, handle)
             bf16_registers.run(args_registers, handle)
+            for _, fn in ops[4:]:
+                fn()
         stream.synchronize()
         if int(status.item()) != 0:
             raise RuntimeError("device status 0x%x" % int(status.item()))
         result["errors"]["check_vs_grouped_mm"] = rel_error(torch, out_bf16.float(), ref.float())
+        for name, out in alt_outputs:
+            result["errors"]["check_%s_vs_grouped_mm" % name] = rel_error(torch, out.float(), ref.float())
         if not torch.equal(out_bf16.view(torch.int16), out_registers.view(torch.int16)):
             raise RuntimeError("the TMA and register store paths differ bitwise")
         result["plan_store"] = [line for line in bf16.describe().splitlines() if line.startswith("store:")][0][:40]
@@ -231,6 +257,7 @@ def main():
     except Exception:  # noqa: BLE001 - optional peer
         deep_gemm = None
     lib = C.CDLL(opts.lib)
+    alt_libs = [(name, C.CDLL(path)) for name, path in (spec.split("=", 1) for spec in opts.alt_lib)]
     with open(opts.shapes) as f:
         cases = json.load(f)["cases"]
     if opts.cases:
@@ -240,7 +267,7 @@ def main():
     results = []
     os.makedirs(opts.out, exist_ok=True)
     for case in cases:
-        results.append(run_case(torch, lib, deep_gemm, case, opts, stream))
+        results.append(run_case(torch, lib, alt_libs, deep_gemm, case, opts, stream))
         with open(os.path.join(opts.out, "wgrad.json"), "w") as f:
             json.dump({"cases": results, "deep_gemm": deep_gemm is not None}, f, indent=1)
         r = results[-1]
@@ -269,8 +296,13 @@ def main():
     geo = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")  # noqa: E731
     print("\ngeomean ggemm/torch (bf16) %.3f over %d cases; ggemm/DeepGEMM (fp32 accumulate) %.3f over %d cases"
           % (geo(over_torch), len(over_torch), geo(over_deep), len(over_deep)))
+    for name, _ in alt_libs:
+        over_alt = [r["tflops"]["ggemm_bf16"] / r["tflops"]["ggemm_bf16_" + name] for r in results
+                    if "failure" not in r and r["tflops"].get("ggemm_bf16_" + name)]
+        print("geomean ggemm_bf16/ggemm_bf16_%s %.3f over %d cases (above 1: --lib is faster)"
+              % (name, geo(over_alt), len(over_alt)))
     failed = [r["name"] for r in results if "failure" in r or
-              r["errors"].get("check_vs_grouped_mm", 0.0) > CHECK_TOLERANCE]
+              any(error > CHECK_TOLERANCE for error in r["errors"].values())]
     if failed:
         print("FAILED or CHECK above %.0e: %s" % (CHECK_TOLERANCE, ", ".join(failed)))
         return 1
