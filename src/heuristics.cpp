@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/common/contract.h"
+#include "kernels/common/tail_split.h"
 
 namespace ggemm {
 
@@ -76,7 +77,7 @@ double output_factor(const KernelVariant& variant) noexcept {
     return variant.d_box_rows > 0 ? kOutputPreference.tma_store : kOutputPreference.warp_stores;
 }
 
-VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count,
+VariantScore score_variant(const KernelVariant& variant, int64_t m_capacity, int64_t n, int32_t sm_count,
                            int32_t sm_margin) noexcept {
     VariantScore score{};
     score.width_efficiency = kUnknownWidthEfficiency;
@@ -87,17 +88,30 @@ VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_c
             score.width_in_table = true;
         }
     }
-    const int64_t tiles = variant.tile_n > 0 ? (n + variant.tile_n - 1) / variant.tile_n : 0;
-    score.padded_n = tiles * variant.tile_n;
+    const int64_t column_tiles = variant.tile_n > 0 ? (n + variant.tile_n - 1) / variant.tile_n : 0;
+    score.padded_n = column_tiles * variant.tile_n;
     score.column_use = score.padded_n > 0 ? static_cast<double>(n) / static_cast<double>(score.padded_n) : 0.0;
     score.tile_m_factor = preference(kTileMPreference, kTileMPreferenceCount, variant.tile_m);
     score.cluster_factor = preference(kClusterPreference, kClusterPreferenceCount, variant.cluster_m);
     score.grid = persistent_grid(sm_count, sm_margin, variant.cluster_m);
     const int32_t offered = sm_count - sm_margin;
     score.grid_use = offered > 0 ? static_cast<double>(score.grid) / offered : 0.0;
+    // The rounds as the kernel deals them (src/execute.cpp, make_kernel_args): tiles of tile_m
+    // rows to the grid's clusters, the last partial round cut along N where it can be.
+    score.round_use = 1.0;
+    score.rounds = 0.0;
+    const int32_t clusters = variant.cluster_m > 0 ? score.grid / variant.cluster_m : 0;
+    const int64_t row_tiles = variant.tile_m > 0 ? m_capacity / variant.tile_m : 0;
+    if (clusters > 0 && row_tiles > 0 && column_tiles > 0) {
+        const int64_t tiles = row_tiles * column_tiles;
+        const TailSplit split = choose_tail_split(tiles, clusters, variant.tile_n, variant.max_tail_pieces);
+        score.rounds = static_cast<double>(tiles / clusters);
+        if (tiles % clusters != 0) score.rounds += 1.0 / split.pieces;
+        score.round_use = static_cast<double>(tiles) / (score.rounds * clusters);
+    }
     score.output_factor = output_factor(variant);
-    score.total = score.width_efficiency * score.column_use * score.tile_m_factor *
-                  score.cluster_factor * score.grid_use * score.output_factor;
+    score.total = score.width_efficiency * score.column_use * score.tile_m_factor * score.cluster_factor *
+                  score.grid_use * score.round_use * score.output_factor;
     return score;
 }
 

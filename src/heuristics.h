@@ -1,7 +1,7 @@
 // How the planner ranks kernel variants: tables of data and one scoring rule.
 //
 // score = width_efficiency(tile_n) x column_use x tile_m_preference x cluster_preference x grid_use
-//         x output_preference
+//         x round_use x output_preference
 //
 //   width_efficiency  how fast a tile of that width runs per useful column when nothing is
 //                     wasted (wider tiles reuse each A load across more columns)
@@ -11,10 +11,16 @@
 //                     multicasts the B tile to both CTAs)
 //   grid_use          persistent CTAs / SMs offered: rounding the grid down to a multiple of
 //                     the cluster can leave an SM idle
+//   round_use         tiles at M = m_capacity / (rounds x clusters): the last round of a
+//                     persistent grid is partly idle, less so where its tiles are cut along N
+//                     (kernels/common/tail_split.h: a cut round lasts 1 / pieces of a round).
+//                     Near 1 over many rounds; over a few it can favour another width
+//                     (8 experts of 256 rows, N = 7168: 128 x 256 tiles leave the fourth round
+//                     39 % full, 128 x 192 ones the fifth 61 %)
 //   output            how the tile's output leaves: the math warps' own stores, or TMA stores
 //                     from a tile buffer (only where the variant serves the plan's outputs)
 //
-// The score does not depend on M. Where the plan's m_capacity leaves the best-scored variant
+// Only round_use depends on M. Where the plan's m_capacity leaves the best-scored variant
 // (the primary) less than kFillWaves waves of tiles, a second rule, the fill model, estimates
 // each candidate's time at that M, with K split as desc->split_k asks (kernels/common/split_k.h;
 // unsplit unless asked, src/fill.cpp says why):
@@ -109,6 +115,8 @@ struct VariantScore {
     double tile_m_factor;
     double cluster_factor;
     double grid_use;
+    double round_use;      // 1 where M = m_capacity gives no tiles
+    double rounds;         // of tiles at M = m_capacity, a cut last round counted as 1 / pieces
     double output_factor;
     int32_t grid;          // persistent CTAs
     double total;
@@ -117,7 +125,7 @@ struct VariantScore {
 // CTAs of the persistent grid: the SMs left after the margin, rounded down to whole clusters.
 int32_t persistent_grid(int32_t sm_count, int32_t sm_margin, int32_t cluster_m) noexcept;
 
-VariantScore score_variant(const KernelVariant& variant, int64_t n, int32_t sm_count,
+VariantScore score_variant(const KernelVariant& variant, int64_t m_capacity, int64_t n, int32_t sm_count,
                            int32_t sm_margin) noexcept;
 
 // Experts this large on average (m_capacity / num_experts rows) take the shallower of two

@@ -40,22 +40,61 @@ TEST_CASE("the persistent grid: SMs minus the margin, in whole clusters") {
 
 TEST_CASE("score: column use is N over the padded N") {
     const ggemm::KernelVariant wide = variant("w", 90, 128, 256, 1);
-    const ggemm::VariantScore score = ggemm::score_variant(wide, 5760, 132, 0);
+    const ggemm::VariantScore score = ggemm::score_variant(wide, 4096, 5760, 132, 0);
     CHECK(score.padded_n == 5888);
     CHECK(score.column_use == doctest::Approx(5760.0 / 5888.0));
     CHECK(score.width_in_table);
     CHECK(score.grid == 132);
     CHECK(score.total == doctest::Approx(score.width_efficiency * score.column_use * score.tile_m_factor *
-                                         score.cluster_factor * score.grid_use * score.output_factor));
+                                         score.cluster_factor * score.grid_use * score.round_use *
+                                         score.output_factor));
     // A width missing from the table is scored with the assumed efficiency, and said so.
-    const ggemm::VariantScore odd = ggemm::score_variant(variant("odd", 90, 128, 96, 1), 5760, 132, 0);
+    const ggemm::VariantScore odd = ggemm::score_variant(variant("odd", 90, 128, 96, 1), 4096, 5760, 132, 0);
     CHECK_FALSE(odd.width_in_table);
     CHECK(odd.width_efficiency == ggemm::kUnknownWidthEfficiency);
+}
+
+TEST_CASE("score: round use counts the idle part of the last round at M = m_capacity") {
+    const ggemm::KernelVariant wide = variant("w", 90, 128, 256, 1);
+    // 16 row blocks x 28 column blocks = 448 tiles on 132 CTAs: three rounds and 52 tiles, too
+    // many to cut (kernels/common/tail_split.h), so a fourth whole round.
+    ggemm::VariantScore score = ggemm::score_variant(wide, 2048, 7168, 132, 0);
+    CHECK(score.rounds == doctest::Approx(4.0));
+    CHECK(score.round_use == doctest::Approx(448.0 / (4 * 132)));
+    // 34 x 16 = 544 tiles: four rounds and 16 tiles, cut into 4 pieces each (a quarter round).
+    score = ggemm::score_variant(wide, 34 * 128, 4096, 132, 0);
+    CHECK(score.rounds == doctest::Approx(4.25));
+    CHECK(score.round_use == doctest::Approx(544.0 / (4.25 * 132)));
+    // Whole rounds, and no rows at all: nothing idles.
+    CHECK(ggemm::score_variant(wide, 33 * 128, 1024, 132, 0).round_use == doctest::Approx(1.0));
+    CHECK(ggemm::score_variant(wide, 0, 4096, 132, 0).round_use == doctest::Approx(1.0));
+    // A cluster deals tiles of its rows to the clusters (66 of them on 132 SMs).
+    const ggemm::VariantScore pair = ggemm::score_variant(variant("c2", 90, 256, 256, 2), 2048, 7168, 132, 0);
+    CHECK(pair.rounds == doctest::Approx(4.0));
+    CHECK(pair.round_use == doctest::Approx(224.0 / (4 * 66)));
+}
+
+TEST_CASE("a few rounds: the width whose last round idles less wins") {
+    auto variants = width_variants();
+    ggemm_plan_desc desc = valid_desc();
+    desc.m_capacity = 2048;  // 8 experts of one 256-row segment each
+    desc.n = 7168;
+    // 128 x 256: 448 tiles, the fourth round 39 % full (score 0.848); 128 x 192: 608 tiles in
+    // 38 columns, the fifth round 61 % full (0.985 x 0.982 x 0.921 = 0.891); 128 x 128: 896
+    // tiles, the seventh round 79 % full (0.92 x 0.970 = 0.892).
+    ggemm_plan plan = plan_for(desc, variants);
+    CHECK(plan.variant.tile_n < 256);
+    CHECK(describes(plan, "rounds 0.8485 (4.00)"));
+    // Many rounds: the widest tile again.
+    desc.m_capacity = 32768;
+    plan = plan_for(desc, variants);
+    CHECK(std::string(plan.variant.name) == "sm90_128x256_c1");
 }
 
 TEST_CASE("N = 5760 prefers the tile width that wastes no columns") {
     auto variants = width_variants();
     ggemm_plan_desc desc = valid_desc();
+    desc.m_capacity = 32768;  // enough rounds that the last one hardly counts
     desc.n = 5760;  // 30 x 192 exactly; 23 x 256 = 5888 (2.2% padding)
     ggemm_plan plan = plan_for(desc, variants);
     CHECK(std::string(plan.variant.name) == "sm90_128x192_c1");
@@ -178,14 +217,14 @@ TEST_CASE("the grid-use factor penalizes a cluster that idles SMs") {
     CHECK(std::string(plan_for(desc, variants).variant.name) == "c1");
     // 131 SMs: a cluster of 2 idles one.
     desc.sm_margin = 1;
-    const ggemm::VariantScore c2 = ggemm::score_variant(variants[1], desc.n, 132, 1);
+    const ggemm::VariantScore c2 = ggemm::score_variant(variants[1], desc.m_capacity, desc.n, 132, 1);
     CHECK(c2.grid_use == doctest::Approx(130.0 / 131.0));
     CHECK(c2.grid == 130);
-    const ggemm::VariantScore c1 = ggemm::score_variant(variants[0], desc.n, 132, 1);
+    const ggemm::VariantScore c1 = ggemm::score_variant(variants[0], desc.m_capacity, desc.n, 132, 1);
     CHECK(c1.grid_use == doctest::Approx(1.0));
     CHECK(c2.total < c1.total);
     // 3 SMs: a cluster of 2 idles a third of the device.
-    CHECK(ggemm::score_variant(variants[1], desc.n, 3, 0).grid_use == doctest::Approx(2.0 / 3.0));
+    CHECK(ggemm::score_variant(variants[1], desc.m_capacity, desc.n, 3, 0).grid_use == doctest::Approx(2.0 / 3.0));
     ggemm::DeviceInfo small = sm90_device();
     small.sm_count = 3;
     desc.sm_margin = 0;
@@ -297,8 +336,8 @@ TEST_CASE("TMA-store variants: preferred for a bf16 D without C, excluded for an
     ggemm_plan plan = plan_for(desc, variants);
     CHECK(std::string(plan.variant.name) == "tma_s4");
     CHECK(describes(plan, "output: D stored by TMA"));
-    const ggemm::VariantScore tma = ggemm::score_variant(variants[1], desc.n, 132, 0);
-    const ggemm::VariantScore warp = ggemm::score_variant(variants[0], desc.n, 132, 0);
+    const ggemm::VariantScore tma = ggemm::score_variant(variants[1], desc.m_capacity, desc.n, 132, 0);
+    const ggemm::VariantScore warp = ggemm::score_variant(variants[0], desc.m_capacity, desc.n, 132, 0);
     CHECK(tma.output_factor == ggemm::kOutputPreference.tma_store);
     CHECK(warp.output_factor == ggemm::kOutputPreference.warp_stores);
     CHECK(tma.total > warp.total);

@@ -99,7 +99,8 @@ TEST_CASE("weight layout: the planner serves each layout only with kernels that 
     CHECK(chosen_name(desc, variants) == "k256");
     desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
     CHECK(chosen_name(desc, variants) == "n256");
-    desc.n = 5760;  // 30 x 192: the width that wastes no column, among the N-major ones
+    desc.m_capacity = 32768;  // enough rounds that the last one hardly counts
+    desc.n = 5760;            // 30 x 192: the width that wastes no column, among the N-major ones
     CHECK(chosen_name(desc, variants) == "n192");
     desc.tile_n = 128;  // an override names a width; the layout still decides the kernel
     CHECK(chosen_name(desc, variants) == "n128");
@@ -151,6 +152,7 @@ TEST_CASE("weight layout: on SM100 an N-major plan gets an SM100 N-major kernel,
     // The kernels as built for sm_100a (compiled and checked, never run on an SM100 GPU).
     for (const int32_t mode : {GGEMM_WEIGHTS_DENSE, GGEMM_WEIGHTS_DISCRETE}) {
         ggemm_plan_desc desc = valid_desc();
+        desc.m_capacity = 32768;  // enough rounds that the last one hardly counts
         desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
         desc.weight_mode = mode;
         CAPTURE(mode);
@@ -187,6 +189,7 @@ TEST_CASE("weight layout: on SM100 an N-major plan gets an SM100 N-major kernel,
 
 TEST_CASE("weight layout: SM100 N-major widths and CTA pairs, and the pair of 192 that has no N-major form") {
     ggemm_plan_desc desc = valid_desc();
+    desc.m_capacity = 32768;  // enough rounds that the last one hardly counts
     desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
     auto chosen = [&desc]() {
         ggemm_plan plan;
@@ -215,19 +218,21 @@ TEST_CASE("weight layout: SM100 N-major widths and CTA pairs, and the pair of 19
 
 TEST_CASE("weight layout: the suite's dgrad shapes plan the N-major SM90 kernel of the forward's width") {
     // dgrad of a forward with N x K weights: N' = K, K' = N. A bf16 D without C (valid_desc) is
-    // stored by TMA, as in the forward.
+    // stored by TMA, as in the forward; 8 experts of 2000+ rows take the 3-stage whole-tile
+    // kernel, as the forward's pins do (tests/host/test_fill.cpp).
     struct Shape {
-        int64_t n, k;
+        int64_t m_capacity, n, k;
         const char* variant;
     };
     const Shape shapes[] = {
-        {7168, 4096, "sm90_tmastore_halves_128x256x64_s4_nmajor"},  // dsv3_fc1
-        {2048, 7168, "sm90_tmastore_halves_128x256x64_s4_nmajor"},  // dsv3_fc2
-        {4096, 28672, "sm90_tmastore_halves_128x256x64_s4_nmajor"}, // mixtral_fc1
-        {2880, 5760, "sm90_tmastore_whole_128x192x64_s4_nmajor"},   // gptoss_fc1: 2880 = 15 x 192
+        {32768, 7168, 4096, "sm90_tmastore_whole_128x256x64_s3_nmajor"},   // dsv3_fc1
+        {32768, 2048, 7168, "sm90_tmastore_whole_128x256x64_s3_nmajor"},   // dsv3_fc2
+        {17664, 4096, 28672, "sm90_tmastore_whole_128x256x64_s3_nmajor"},  // mixtral_fc1
+        {63232, 2880, 5760, "sm90_tmastore_whole_128x192x64_s4_nmajor"},   // gptoss_fc1: 2880 = 15 x 192
     };
     for (const Shape& shape : shapes) {
         ggemm_plan_desc desc = valid_desc();
+        desc.m_capacity = shape.m_capacity;
         desc.n = shape.n;
         desc.k = shape.k;
         desc.weight_layout = GGEMM_WEIGHT_LAYOUT_N_MAJOR;
