@@ -11,9 +11,9 @@ namespace ggemm {
 const TileWidthEfficiency kTileWidthEfficiency[] = {
     // Hopper: one wgmma m64nNk16 per warpgroup per k-step; N=256 amortizes the A fragment
     // best, N=192 is close, N=128 pays for twice the A traffic per output column of N=256.
-    // 128: the 128x128 kernel's rate per column over the 128x256 one's, both forced on the
-    // decode layers of bench/small_shapes.json in the same rounds (fec134c, 2026-12-02), with
-    // the plans' round use divided out: 0.945-0.972 on seven layers.
+    // 128: the 128x128 kernel's rate per column over the 128x256 one's, timed in the same
+    // rounds on the nine decode layers of bench/small_shapes.json (fec134c, 2026-12-02), the
+    // rounds each ran divided out: 0.946-0.972 on eight, 0.914 on gptoss_fc2_decode_L32.
     {90, 256, 1.00},  {90, 224, 0.99}, {90, 192, 0.985}, {90, 160, 0.965}, {90, 128, 0.95},
     {90, 64, 0.80},   {90, 32, 0.65},
     // Blackwell: an ESTIMATE, never measured on SM100 (no SM100 GPU has run these kernels,
