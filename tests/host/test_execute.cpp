@@ -12,6 +12,8 @@
 #include "src/launch_test_hooks.h"
 #include "src/workspace.h"
 #include "src/execute.h"
+#include "src/heuristics.h"
+#include "src/plan.h"
 #include "src/pointer_oracle.h"
 #include "src/tensor_map.h"
 #include "tests/host/test_fakes.h"
@@ -105,6 +107,41 @@ TEST_CASE("kernel arguments: the last partial round of tiles is split along N on
     REQUIRE(plan.variant.arch == 100);
     kernel = ggemm::make_kernel_args(plan, valid_args(8704));
     CHECK(kernel.tail.pieces == 1);
+}
+
+TEST_CASE("the planner's rounds are the rounds the kernel is dealt at M = m_capacity") {
+    // The score's round use (src/heuristics.cpp) repeats the rule make_kernel_args deals tiles
+    // by; this keeps the two together over the plans of a grid of shapes on the compiled SM90
+    // variants: one CTA and clusters of two, last rounds whole and cut into 2-4 pieces.
+    const ggemm::DeviceInfo device = sm90_device();
+    int checked = 0;
+    for (const int64_t m : {256, 512, 2048, 4352, 8192, 8704, 33024}) {
+        for (const int64_t n : {1536, 2048, 2880, 4096, 5760, 7168}) {
+            for (const int32_t cluster_m : {0, 2}) {
+                ggemm_plan_desc desc = valid_desc();
+                desc.m_capacity = m;
+                desc.n = n;
+                desc.cluster_m = cluster_m;
+                ggemm_plan plan;
+                if (ggemm::build_plan(desc, device, ggemm::compiled_variants(90), &plan) != GGEMM_SUCCESS) continue;
+                if (plan.k_splits > 1) continue;
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(plan.variant.name);
+                ggemm_args args = valid_args(m);
+                const ggemm::KernelArgs kernel = ggemm::make_kernel_args(plan, args);
+                const int64_t clusters = plan.grid / plan.variant.cluster_m;
+                const int64_t tiles = m / plan.variant.tile_m * ((n + plan.variant.tile_n - 1) / plan.variant.tile_n);
+                const double dealt = kernel.tail.pieces > 1
+                                         ? static_cast<double>(kernel.tail.first_piece / clusters) + 1.0 / kernel.tail.pieces
+                                         : static_cast<double>((tiles + clusters - 1) / clusters);
+                const ggemm::VariantScore score = ggemm::score_variant(plan.variant, m, n, device.sm_count, 0);
+                CHECK(score.rounds == doctest::Approx(dealt));
+                ++checked;
+            }
+        }
+    }
+    CHECK(checked >= 70);
 }
 
 TEST_CASE("the driver launch declines what it cannot launch, and counts it") {
