@@ -7,6 +7,7 @@
 #include "src/workspace.h"
 #include "src/driver_api.h"
 #include "src/error.h"
+#include "src/heuristics.h"
 #include "src/pointer_oracle.h"
 #include "src/structs.h"
 #include "src/tensor_map.h"
@@ -155,7 +156,7 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
     // kernels/common/tail_split.h), dealt to the grid's clusters (a cluster computes one tile of
     // tile_m rows together).
     const KernelVariant& variant = plan.variant;
-    const int64_t tiles = args.m / variant.tile_m * ((desc.n + variant.tile_n - 1) / variant.tile_n);
+    const int64_t tiles = tile_count(variant, args.m, desc.n);
     kernel.k_splits = call_k_splits(plan, args.m);
     if (kernel.k_splits > 1) {
         // K split: no pieces of the last round (split_k.h), partials and counters in the workspace.
@@ -165,7 +166,7 @@ KernelArgs make_kernel_args(const ggemm_plan& plan, const ggemm_args& args) noex
         kernel.split_partials = reinterpret_cast<float*>(
             workspace + counters + split_counter_bytes(plan.k_splits, plan.split_rows, desc.n));
     } else {
-        kernel.tail = choose_tail_split(tiles, plan.grid / variant.cluster_m, variant.tile_n, variant.max_tail_pieces);
+        kernel.tail = deal_tiles(variant, plan.grid, tiles);
     }
     return kernel;
 }

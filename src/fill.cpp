@@ -24,7 +24,7 @@ FillDecision decide_fill(const ggemm_plan_desc& desc, const std::vector<Candidat
     d.primary = &primary;
     d.chosen = &primary;
     const KernelVariant& v = *primary.variant;
-    d.primary_tiles = desc.m_capacity / v.tile_m * ((desc.n + v.tile_n - 1) / v.tile_n);
+    d.primary_tiles = tile_count(v, desc.m_capacity, desc.n);
     const FillEstimate probe = estimate_fill(v, desc.m_capacity, desc.n, desc.k, desc.num_experts, 1, primary.score.grid);
     d.modelled = probe.total > 0 && d.primary_tiles < kFillWaves * primary.score.grid;
     if (!d.modelled) {

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "kernels/common/contract.h"
-#include "kernels/common/tail_split.h"
 
 namespace ggemm {
 
@@ -75,6 +74,16 @@ int32_t persistent_grid(int32_t sm_count, int32_t sm_margin, int32_t cluster_m) 
     return available / cluster_m * cluster_m;
 }
 
+int64_t tile_count(const KernelVariant& variant, int64_t m, int64_t n) noexcept {
+    if (variant.tile_m <= 0 || variant.tile_n <= 0) return 0;
+    return m / variant.tile_m * ((n + variant.tile_n - 1) / variant.tile_n);
+}
+
+TailSplit deal_tiles(const KernelVariant& variant, int32_t grid, int64_t tiles) noexcept {
+    const int32_t clusters = variant.cluster_m > 0 ? grid / variant.cluster_m : 0;
+    return choose_tail_split(tiles, clusters, variant.tile_n, variant.max_tail_pieces);
+}
+
 double output_factor(const KernelVariant& variant) noexcept {
     if (variant.tma_dglu) return kOutputPreference.tma_dglu;
     return variant.d_box_rows > 0 ? kOutputPreference.tma_store : kOutputPreference.warp_stores;
@@ -99,15 +108,13 @@ VariantScore score_variant(const KernelVariant& variant, int64_t m_capacity, int
     score.grid = persistent_grid(sm_count, sm_margin, variant.cluster_m);
     const int32_t offered = sm_count - sm_margin;
     score.grid_use = offered > 0 ? static_cast<double>(score.grid) / offered : 0.0;
-    // The rounds as the kernel deals them (src/execute.cpp, make_kernel_args): tiles of tile_m
-    // rows to the grid's clusters, the last partial round cut along N where it can be.
+    // The rounds as the kernel is dealt them (deal_tiles), a cut last round as 1 / pieces.
     score.round_use = 1.0;
     score.rounds = 0.0;
     const int32_t clusters = variant.cluster_m > 0 ? score.grid / variant.cluster_m : 0;
-    const int64_t row_tiles = variant.tile_m > 0 ? m_capacity / variant.tile_m : 0;
-    if (clusters > 0 && row_tiles > 0 && column_tiles > 0) {
-        const int64_t tiles = row_tiles * column_tiles;
-        const TailSplit split = choose_tail_split(tiles, clusters, variant.tile_n, variant.max_tail_pieces);
+    const int64_t tiles = tile_count(variant, m_capacity, n);
+    if (clusters > 0 && tiles > 0) {
+        const TailSplit split = deal_tiles(variant, score.grid, tiles);
         score.rounds = static_cast<double>(tiles / clusters);
         if (tiles % clusters != 0) score.rounds += 1.0 / split.pieces;
         score.round_use = static_cast<double>(tiles) / (score.rounds * clusters);
@@ -127,7 +134,7 @@ FillEstimate estimate_fill(const KernelVariant& variant, int64_t rows, int64_t n
         if (kFillModel[i].arch == variant.arch) model = &kFillModel[i];
     if (model == nullptr || grid <= 0 || splits <= 0 || variant.tile_m <= 0 || variant.tile_n <= 0) return e;
     const double tile_m = variant.tile_m, tile_n = variant.tile_n, block_k = variant.block_k;
-    e.tiles = rows / variant.tile_m * ((n + variant.tile_n - 1) / variant.tile_n);
+    e.tiles = tile_count(variant, rows, n);
     e.waves = (e.tiles * splits + grid - 1) / grid;
     const int64_t k_blocks = (k + variant.block_k - 1) / variant.block_k;
     const double mma = 2.0 * tile_m * tile_n * block_k / model->mma_flops_per_cycle;

@@ -38,6 +38,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/tail_split.h"
 #include "src/kernel_variant.h"
 
 namespace ggemm {
@@ -124,6 +125,15 @@ struct VariantScore {
 
 // CTAs of the persistent grid: the SMs left after the margin, rounded down to whole clusters.
 int32_t persistent_grid(int32_t sm_count, int32_t sm_margin, int32_t cluster_m) noexcept;
+
+// Tiles of M rows: M / tile_m row blocks (M and every offset are multiples of 256) times
+// ceil(N / tile_n) column blocks; 0 for a variant without a tile size.
+int64_t tile_count(const KernelVariant& variant, int64_t m, int64_t n) noexcept;
+
+// How a persistent grid of `grid` CTAs deals `tiles` to its clusters: whole rounds, the last
+// partial one cut along N where the variant can (kernels/common/tail_split.h). The kernel's
+// arguments (src/execute.cpp) and the score's round use both take it from here.
+TailSplit deal_tiles(const KernelVariant& variant, int32_t grid, int64_t tiles) noexcept;
 
 VariantScore score_variant(const KernelVariant& variant, int64_t m_capacity, int64_t n, int32_t sm_count,
                            int32_t sm_margin) noexcept;

@@ -110,9 +110,10 @@ TEST_CASE("kernel arguments: the last partial round of tiles is split along N on
 }
 
 TEST_CASE("the planner's rounds are the rounds the kernel is dealt at M = m_capacity") {
-    // The score's round use (src/heuristics.cpp) repeats the rule make_kernel_args deals tiles
-    // by; this keeps the two together over the plans of a grid of shapes on the compiled SM90
-    // variants: one CTA and clusters of two, last rounds whole and cut into 2-4 pieces.
+    // The score's round use (src/heuristics.cpp) and make_kernel_args both deal tiles through
+    // deal_tiles; this checks the rounds the score counts against the split the kernel is given,
+    // over the plans of a grid of shapes on the compiled SM90 variants: one CTA and clusters of
+    // two, last rounds whole and cut into 2-4 pieces.
     const ggemm::DeviceInfo device = sm90_device();
     int checked = 0;
     for (const int64_t m : {256, 512, 2048, 4352, 8192, 8704, 33024}) {
