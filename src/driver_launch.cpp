@@ -11,6 +11,7 @@ namespace {
 
 std::atomic<unsigned long long> g_fallbacks{0};
 std::atomic<bool> g_force_runtime{false};
+std::atomic<bool> g_force_general{false};
 
 bool try_driver_launch(const DriverLaunch& launch) noexcept {
     if (g_force_runtime.load(std::memory_order_relaxed)) return false;
@@ -53,5 +54,9 @@ bool driver_launch(const DriverLaunch& launch) noexcept {
 unsigned long long driver_launch_fallbacks() noexcept { return g_fallbacks.load(std::memory_order_relaxed); }
 
 void force_runtime_launch(bool force) noexcept { g_force_runtime.store(force, std::memory_order_relaxed); }
+
+void force_general_instance(bool force) noexcept { g_force_general.store(force, std::memory_order_relaxed); }
+
+bool general_instance_forced() noexcept { return g_force_general.load(std::memory_order_relaxed); }
 
 }  // namespace ggemm

@@ -22,4 +22,8 @@ struct DriverLaunch {
 // the runtime, which enqueues it or reports its own error.
 bool driver_launch(const DriverLaunch& launch) noexcept;
 
+// Whether a test has asked that plain calls run their variant's general kernel instance
+// (force_general_instance, src/launch_test_hooks.h); false in every normal run.
+bool general_instance_forced() noexcept;
+
 }  // namespace ggemm

@@ -24,18 +24,38 @@ __global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(const float
 
 namespace sm90 {
 
+// The kernel of an instance (Cfg or PlainEpilogue<Cfg>), for cudaFuncSetAttribute.
+template <class Cfg>
+const void* kernel_of() {
+    if constexpr (Cfg::kTmaStoreDglu) {
+        return reinterpret_cast<const void*>(grouped_gemm_sm90_dglu<Cfg>);
+    } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
+        return reinterpret_cast<const void*>(grouped_gemm_sm90_tma_store<Cfg>);
+    } else {
+        return reinterpret_cast<const void*>(grouped_gemm_sm90<Cfg>);
+    }
+}
+
+// Each variant but dGLU's is two kernel instances: Cfg for every epilogue, PlainEpilogue<Cfg> for
+// the plain one (grouped_gemm_sm90.cuh). They share the shared-memory size.
 template <class Cfg>
 cudaError_t prepare() {
+    const cudaError_t error =
+        cudaFuncSetAttribute(kernel_of<Cfg>(), cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<Cfg>);
     if constexpr (Cfg::kTmaStoreDglu) {
-        return cudaFuncSetAttribute(grouped_gemm_sm90_dglu<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    kSmemBytes<Cfg>);
-    } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
-        return cudaFuncSetAttribute(grouped_gemm_sm90_tma_store<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    kSmemBytes<Cfg>);
+        return error;
     } else {
-        return cudaFuncSetAttribute(grouped_gemm_sm90<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_assert(kSmemBytes<PlainEpilogue<Cfg>> == kSmemBytes<Cfg>, "one size for both instances");
+        if (error != cudaSuccess) return error;
+        return cudaFuncSetAttribute(kernel_of<PlainEpilogue<Cfg>>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     kSmemBytes<Cfg>);
     }
+}
+
+// Whether the plain instance serves a call: its epilogue is plain and K is not split (and no test
+// has asked for the general instance).
+inline bool plain_instance_serves(const KernelArgs& args, bool tma_store) {
+    return args.k_splits <= 1 && plain_epilogue(args, tma_store) && !general_instance_forced();
 }
 
 // Clusters of kClusterM CTAs along x (rank = blockIdx.x % kClusterM); the planner's grid is a
@@ -49,9 +69,17 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
         if (error != cudaSuccess) return error;
         return launch_reduce_d_prob<reduce_d_prob>(p.args, stream);
     } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
+        if (plain_instance_serves(p.args, true)) {
+            return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<PlainEpilogue<Cfg>>>(
+                p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
+        }
         return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                              Cfg::kClusterM, stream);
     } else {
+        if (plain_instance_serves(p.args, false)) {
+            return launch_gemm<grouped_gemm_sm90<PlainEpilogue<Cfg>>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
+                                                                     Cfg::kClusterM, stream);
+        }
         const cudaError_t error =
             launch_gemm<grouped_gemm_sm90<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
         if (error != cudaSuccess || !p.args.glu_backward) return error;

@@ -9,6 +9,7 @@
 #include "kernels/common/contract.h"
 #include "kernels/common/split_k.h"
 #include "kernels/common/glu.h"
+#include "kernels/common/hd.h"
 #include "kernels/common/tail_split.h"
 
 namespace ggemm {
@@ -62,5 +63,14 @@ struct KernelArgs {
     float* d_prob_partials;
     float* d_prob;
 };
+
+// Whether a call's epilogue is the plain one: D = alpha * acc * prob, or acc itself without alpha
+// and prob, no C, bias or activation; a bf16 D (a TMA-store kernel stores nothing else). The
+// kernels run it through a copy of their tile loop of its own, and the host launches kernel
+// instances that compile only that copy (kernels/sm90/grouped_gemm_sm90.cuh, PlainEpilogue).
+GGEMM_HD bool plain_epilogue(const KernelArgs& args, bool tma_store) {
+    return args.bias == nullptr && args.activation == kActivationNone && args.glu_backward == 0 &&
+           (tma_store || (args.c == nullptr && args.d_dtype == kBF16));
+}
 
 }  // namespace ggemm

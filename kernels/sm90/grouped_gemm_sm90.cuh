@@ -91,6 +91,8 @@ struct Config {
     // comes in by TMA, becomes d_pre in place and leaves by TMA; dglu_tma_epilogue_sm90.cuh).
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && !kTmaStoreDglu;
+    // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below).
+    static constexpr bool kPlainOnly = false;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
@@ -150,6 +152,20 @@ struct Config {
     static_assert(kClusterM == 1 || kClusterM == 2, "one CTA, or two along M sharing the weight tile");
     static_assert(kSegmentAlignment % kScheduleTileM == 0, "a cluster's tile never straddles two experts");
     static_assert(kBPartRows * kBlockK * 2 % 1024 == 0, "each CTA's part of B starts on a swizzle atom");
+};
+
+// The instance of a kernel that compiles only the plain epilogue (plain_epilogue in
+// kernels/common/params.h: a bf16 D = alpha * acc * prob or acc itself, no C, bias or activation)
+// and never splits K. The host launches it for such calls. Every other epilogue is most of a
+// kernel's code (the 128x64 kernel: 336 KB of SASS, 35 KB in this instance), and a call of one or
+// two tiles per SM waits on the instruction fetches of the code it runs: this instance ran those
+// calls up to 1.09x faster (docs/PERFORMANCE.md). Same shared memory, same tiles, same results.
+template <class Cfg>
+struct PlainEpilogue : Cfg {
+    static_assert(!Cfg::kTmaStoreDglu, "a dGLU kernel has no plain epilogue");
+    static constexpr bool kPlainOnly = true;
+    static constexpr bool kSplitK = false;
+    static constexpr bool kFusedGlu = false;
 };
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
@@ -706,30 +722,26 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     }
 }
 
-// The math warpgroups' loop over their tiles. The plain epilogue (a bf16 D without C, bias or
-// activation: the suite's and most inference calls) runs its own copy of the loop, chosen once
-// per call, in which no tile branches over dtypes, bias or activations. A call of one or two
-// tiles per SM waits on the instruction fetches of the code its path runs through, and the
-// general loop's path jumps over the other epilogues' code between its main loop and its stores.
-// Without alpha and prob the plain copy skips the two multiplications per element, which sit
-// between a tile's last wgmma and the next tile's first. (dGLU's kernels through TMA serve dGLU
-// only: one copy.)
+// The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
+// most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
+// branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
+// for plain calls, compiles no other. Without alpha and prob the plain copy skips the two
+// multiplications per element, which sit between a tile's last wgmma and the next tile's first.
+// (dGLU's kernels through TMA serve dGLU only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                         const CUtensorMap* pre_map, int warpgroup) {
     if constexpr (!Cfg::kTmaStoreDglu) {
-        const bool plain_tile = args.bias == nullptr && args.activation == kActivationNone &&
-                                (Cfg::kOutput == Output::kTmaStore || (args.c == nullptr && args.d_dtype == kBF16));
-        if (plain_tile && args.alpha == nullptr && args.prob == nullptr) {
-            compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, pre_map, warpgroup);
-            return;
-        }
-        if (plain_tile) {
-            compute_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, pre_map, warpgroup);
+        if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
+            if (args.alpha == nullptr && args.prob == nullptr) {
+                compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, pre_map, warpgroup);
+            } else {
+                compute_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, pre_map, warpgroup);
+            }
             return;
         }
     }
-    compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, warpgroup);
+    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in

@@ -26,7 +26,9 @@
 #            as an immediate, and never a descriptor with only one of the two transpose bits; it
 #            builds both operands' descriptors with the MN-major leading byte offset (0x2000000)
 #            and loads 2 + tile_q / 64 boxes of 64 columns per stage
-#   sm_90a   every grouped_gemm_sm90 kernel contains HGMMA and TMA loads; the warp-store kernels
+#   sm_90a   every grouped_gemm_sm90 kernel (a Config, or its plain-epilogue instance
+#            PlainEpilogue<Config>, one beside every kernel but dGLU's, checked as its Config)
+#            contains HGMMA and TMA loads; the warp-store kernels
 #            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
 #            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; the dGLU
@@ -328,8 +330,9 @@ sm100_single="${sm100_config}ELi1ELi[01]EE"
 sm100_pair="${sm100_config}ELi2ELi[01]EE"
 sm100_kmajor="${sm100_config}ELi[12]ELi0EE"
 sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
-# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>.
-sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
+# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>, or the
+# plain-epilogue instance of one, PlainEpilogue<Config<...>>, checked as its Config.
+sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
 sm90_kmajor="${sm90_config}ELi0ELi[12]EE"
 sm90_nmajor="${sm90_config}ELi1ELi[12]EE"
 sm90_single="${sm90_config}ELi[01]ELi1EE"
@@ -414,6 +417,14 @@ if disassemble sm_90a; then
     # active lanes around a TMA load. dGLU's kernels still load the saved pre-activation, once
     # per tile, from a lane-index test; the weight gradient's stores leave that way too.
     check_loads_unlooped sm_90a 'grouped_gemm_sm90(_tma_store)?INS|wgrad_sm90'
+    # Every kernel but dGLU's has its plain-epilogue instance beside it.
+    general_count="$(ls "$work/sm_90a" | grep -E 'grouped_gemm_sm90(_tma_store)?INS0_6Config' | grep -c .)"
+    plain_count="$(ls "$work/sm_90a" | grep -c 'INS0_13PlainEpilogue')"
+    if [[ "$plain_count" -eq "$general_count" && "$plain_count" -gt 0 ]]; then
+        pass "sm_90a: $plain_count plain-epilogue instances, one per kernel but dGLU's"
+    else
+        fail "sm_90a: $plain_count plain-epilogue instances for $general_count kernels but dGLU's"
+    fi
     for file in "$work/sm_90a"/*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
