@@ -132,6 +132,40 @@ struct Wgmma<128, kTransposeB, kTransposeA> {
     }
 };
 
+// wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16
+//     {d0..d55}, desc_a, desc_b, p, 1, 1, kTransposeA, kTransposeB;   PTX 8.0, sm_90a
+// d += A(64x16) * B(112x16)^T, or d = A * B^T when accumulate == 0 (p false). The trailing
+// immediates: scale-a 1, scale-b 1, transpose of A kTransposeA and of B kTransposeB (0: K-major,
+// 1: MN-major).
+template <int kTransposeB, int kTransposeA>
+struct Wgmma<112, kTransposeB, kTransposeA> {
+    static_assert(kTransposeB == 0 || kTransposeB == 1, "imm-trans-b is 0 or 1");
+    static_assert(kTransposeA == 0 || kTransposeA == 1, "imm-trans-a is 0 or 1");
+    static constexpr int kAccumulators = 56;
+    __device__ __forceinline__ static void mma(float (&d)[56], uint64_t desc_a, uint64_t desc_b,
+                                               uint32_t accumulate) {
+#if defined(GGEMM_PTX_SM90A)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "setp.ne.b32 p, %58, 0;\n\t"
+            "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, "
+            "%56, %57, p, 1, 1, %60, %59;\n\t}"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+            "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+            "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+            "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+            "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+            "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+            "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+            : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(kTransposeB), "n"(kTransposeA));
+#else
+        (void)d; (void)desc_a; (void)desc_b; (void)accumulate;
+        ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+    }
+};
+
 // wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 //     {d0..d31}, desc_a, desc_b, p, 1, 1, kTransposeA, kTransposeB;   PTX 8.0, sm_90a
 // d += A(64x16) * B(64x16)^T, or d = A * B^T when accumulate == 0 (p false). The trailing

@@ -14,7 +14,7 @@ const TileWidthEfficiency kTileWidthEfficiency[] = {
     // rounds on the nine decode layers of bench/small_shapes.json (fec134c, 2026-12-02), the
     // rounds each ran divided out: 0.946-0.972 on eight, 0.914 on gptoss_fc2_decode_L32.
     {90, 256, 1.00},  {90, 224, 0.99}, {90, 192, 0.985}, {90, 160, 0.965}, {90, 128, 0.95},
-    {90, 64, 0.80},   {90, 32, 0.65},
+    {90, 112, 0.90},  {90, 64, 0.80},   {90, 32, 0.65},
     // Blackwell: an ESTIMATE, never measured on SM100 (no SM100 GPU has run these kernels,
     // docs/SM100.md). The rows copy Hopper's on the same reuse argument: tcgen05.mma
     // accumulates in TMEM (512 columns) and a wider tile reads A once for more output columns.

@@ -105,7 +105,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
             Cfg::kClusterM,
             /*a_box_rows=*/Cfg::kTileM,       // each CTA loads its own 128 rows of A
             /*b_box_rows=*/Cfg::kBPartRows,   // and its part of B (K-major; a cluster: tile_n / 2)
-            /*max_tail_pieces=*/kMaxPieces,
+            /*max_tail_pieces=*/Cfg::kTileN % kPieceColumns == 0 ? kMaxPieces : 1,  // 112 is never cut
             sm90::kSmemBytes<Cfg>,
             Cfg::kThreads,
             &sm90::prepare<Cfg>,
@@ -132,6 +132,10 @@ using Tile64 = sm90::Config<64, 8>;
 // this narrow (DeepGEMM's heuristic picks 32-wide tiles there). K-major weights only (an N-major
 // box is 64 columns).
 using Tile32 = sm90::Config<32, 10>;
+// 112 wide: single experts whose N is a multiple of 112 but the 128-wide tiles leave SMs idle
+// (N = 7168: 64 column tiles of 112 against 56 of 128; DeepGEMM's heuristic picks 112 there).
+// K-major only, never cut into pieces, no split-K, no fused GLU (whole 64-column block pairs).
+using Tile112 = sm90::Config<112, 6>;
 // TMA stores: 256 wide, four stages and a buffer of half the tile (two passes), or three stages
 // and the whole tile (one pass); 192 wide, four stages and the whole tile.
 using Tile256Halves = sm90::Config<256, 4, sm90::Output::kTmaStore, 128>;
@@ -160,6 +164,7 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
     sm90_variant<Tile192>("sm90_tma_wgmma_128x192x64_s5"),
     sm90_variant<Tile128>("sm90_tma_wgmma_128x128x64_s6"),
+    sm90_variant<Tile112>("sm90_tma_wgmma_128x112x64_s6"),
     sm90_variant<Tile64>("sm90_tma_wgmma_128x64x64_s8"),
     sm90_variant<Tile32>("sm90_tma_wgmma_128x32x64_s10"),
     sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),

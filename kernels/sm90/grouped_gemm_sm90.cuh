@@ -90,13 +90,14 @@ struct Config {
     // dGLU through TMA (a store buffer of twice the tile's columns: the saved pre-activation
     // comes in by TMA, becomes d_pre in place and leaves by TMA; dglu_tma_epilogue_sm90.cuh).
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
-    static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && !kTmaStoreDglu;
+    static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below).
     static constexpr bool kPlainOnly = false;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
-    static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256 && kTileN >= 64;
+    static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256 && kTileN >= 64 &&
+                                      kTileN % (2 * kGluBlockColumns) == 0;
     // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D without C): the one-CTA
     // K-major kernels 256 wide with a buffer of half the tile (the output is half the tile: one
     // pass) and 192 wide.
@@ -133,8 +134,9 @@ struct Config {
     static_assert(128 * kProducerRegisters + 128 * kMathWarpgroups * kMathRegisters <=
                       kThreads * (65536 / kThreads / 8 * 8),
                   "setmaxnreg budget exceeds the registers the launch gave the CTA");
-    static_assert((kTileN % kPieceColumns == 0 || kTileN == kPieceColumns / 2) && kTileN <= 256,
-                  "wgmma N, pieces (a tile narrower than a piece is never cut) and the TMA box (<= 256 rows)");
+    static_assert((kTileN % kPieceColumns == 0 || kTileN == kPieceColumns / 2 || kTileN == 112) && kTileN <= 256,
+                  "wgmma N, pieces (a tile narrower than a piece, or 112 wide, is never cut) and the TMA box "
+                  "(<= 256 rows)");
     static_assert(kTileM % kSegmentAlignment == 0 || kSegmentAlignment % kTileM == 0,
                   "a tile must never straddle two experts");
     static_assert(kGroupM % 2 == 0, "raster groups pair row blocks");
@@ -695,7 +697,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         // narrower than a piece is never cut).
         const bool fused = Cfg::kFusedGlu && kLoop == TileLoop::kGeneral && args.activation != kActivationNone;
         bool finished = false;
-        if (Cfg::kTileN < kPieceColumns || tile.n_width == Cfg::kTileN) {
+        if (Cfg::kTileN < kPieceColumns || Cfg::kTileN % kPieceColumns != 0 || tile.n_width == Cfg::kTileN) {
             finished = run_tile<Cfg, Cfg::kTileN>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
                                                   phase, fused);
         } else if constexpr (Cfg::kTileN == 256) {
@@ -706,7 +708,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
                 finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc,
                                                         stage, phase, fused);
             }
-        } else if constexpr (Cfg::kTileN >= kPieceColumns) {
+        } else if constexpr (Cfg::kTileN >= kPieceColumns && Cfg::kTileN % kPieceColumns == 0) {
             finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
                                                     phase, fused);
         }

@@ -127,7 +127,8 @@ TEST_CASE("fill: the MoE suite keeps the score's choice (many waves), and descri
 
 TEST_CASE("fill: the small-call suite's choices, with the estimates in describe") {
     // Up to two waves of 128 x 256 tiles the score's choice stands; below that the fill model
-    // takes narrower tiles (N = 7168, K = 2048: 112 tiles of 128 x 128 beat 56 of 128 x 256;
+    // takes narrower tiles (N = 7168, K = 2048: 128 tiles of 128 x 112 beat 112 of 128 x 128 and
+    // 56 of 128 x 256;
     // N = 1536 or 2048: 128 x 32 tiles beat half as many of 128 x 64) and never splits K unasked.
     // Over a few rounds the score counts the last one's idle CTAs: 8 experts of 256 rows and
     // N = 7168 take 128 x 128 tiles (896, the seventh round 79 % full) over 128 x 256 (448, the
@@ -140,7 +141,7 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
                                         {"qwen3_fc2_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"one_expert_m256", "sm90_tma_wgmma_128x64x64_s8", 1},
                                         {"one_expert_n2048_m256", "sm90_tma_wgmma_128x32x64_s10", 1},
-                                        {"dsv3_fc2_one_expert_m256", "sm90_tma_wgmma_128x128x64_s6", 1},
+                                        {"dsv3_fc2_one_expert_m256", "sm90_tma_wgmma_128x112x64_s6", 1},
                                         {"dsv3_fc1_two_experts_m512", "sm90_tma_wgmma_128x128x64_s6", 1},
                                         {"qwen3_fc1_one_expert_m256", "sm90_tma_wgmma_128x32x64_s10", 1},
                                         {"mixtral_fc1_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
