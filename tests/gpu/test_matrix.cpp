@@ -227,11 +227,11 @@ TEST_CASE("matrix: every SM90 tile width, cases 2, 9 and 13") {
 }
 
 // The narrow tiles the fill rule takes for small calls, on the same rows: 64 wide with both
-// weight layouts, 32 wide with K-major weights (an N-major box is 64 columns).
-TEST_CASE("matrix: the 64- and 32-wide tiles, cases 2, 9 and 13") {
-    for (const int32_t tile_n : {64, 32}) {
+// weight layouts, 32 and 112 wide with K-major weights (an N-major box is 64 columns).
+TEST_CASE("matrix: the 64-, 32- and 112-wide tiles, cases 2, 9 and 13") {
+    for (const int32_t tile_n : {64, 32, 112}) {
         for (const int32_t weight_layout : {K_MAJOR, N_MAJOR}) {
-            if (tile_n == 32 && weight_layout == N_MAJOR) continue;
+            if ((tile_n == 32 || tile_n == 112) && weight_layout == N_MAJOR) continue;
             for (const std::size_t index : {1u, 8u, 12u}) {
                 CAPTURE(tile_n);
                 CAPTURE(weight_layout);
