@@ -160,8 +160,9 @@ struct Config {
 // kernels/common/params.h: a bf16 D = alpha * acc * prob or acc itself, no C, bias or activation)
 // and never splits K. The host launches it for such calls. Every other epilogue is most of a
 // kernel's code (the 128x64 kernel: 336 KB of SASS, 35 KB in this instance), and a call of one or
-// two tiles per SM waits on the instruction fetches of the code it runs: this instance ran those
-// calls up to 1.09x faster (docs/PERFORMANCE.md). Same shared memory, same tiles, same results.
+// two tiles per SM waits on the instruction fetches of the code it runs: this instance ran such
+// calls up to 1.29x faster on an H200 (docs/PERFORMANCE.md). Same shared memory, same tiles, same
+// results.
 template <class Cfg>
 struct PlainEpilogue : Cfg {
     static_assert(!Cfg::kTmaStoreDglu, "a dGLU kernel has no plain epilogue");

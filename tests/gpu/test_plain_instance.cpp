@@ -17,12 +17,17 @@ namespace {
 // Every SM90 K-major variant but dGLU's, by its full name; the clusters of two run the static
 // scheduler only.
 constexpr const char* kVariants[] = {
-    "sm90_tma_wgmma_128x256x64_s4",         "sm90_tma_wgmma_128x192x64_s5",
-    "sm90_tma_wgmma_128x128x64_s6",         "sm90_tma_wgmma_128x112x64_s6",
+    "sm90_tma_wgmma_128x256x64_s4",
+    "sm90_tma_wgmma_128x192x64_s5",
+    "sm90_tma_wgmma_128x128x64_s6",
+    "sm90_tma_wgmma_128x112x64_s6",
     "sm90_tma_wgmma_128x64x64_s8",
-    "sm90_tma_wgmma_128x32x64_s10",         "sm90_tmastore_halves_128x256x64_s4",
-    "sm90_tmastore_whole_128x256x64_s3",    "sm90_tmastore_whole_128x192x64_s4",
-    "sm90_tmastore_halves_128x256x64_s4_c2", "sm90_tmastore_whole_128x256x64_s3_c2",
+    "sm90_tma_wgmma_128x32x64_s10",
+    "sm90_tmastore_halves_128x256x64_s4",
+    "sm90_tmastore_whole_128x256x64_s3",
+    "sm90_tmastore_whole_128x192x64_s4",
+    "sm90_tmastore_halves_128x256x64_s4_c2",
+    "sm90_tmastore_whole_128x256x64_s3_c2",
     "sm90_tmastore_whole_128x192x64_s4_c2",
 };
 
