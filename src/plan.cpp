@@ -200,6 +200,19 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     } else {
         appendf(&text, "output: D stored by TMA from a tile buffer in shared memory\n");
     }
+    // SM90's plain-epilogue kernel instances (src/variants_sm90.cu): which calls run them.
+    if (variant.arch == 90 && !variant.tma_dglu) {
+        const bool plain_possible = desc.activation == GGEMM_ACTIVATION_NONE && !desc.glu_backward &&
+                                    (variant.d_box_rows > 0 || (!desc.generate_c && desc.d_dtype == GGEMM_DTYPE_BF16));
+        if (!plain_possible) {
+            appendf(&text, "kernel instance: the general one (every epilogue)\n");
+        } else {
+            appendf(&text,
+                    "kernel instance: calls without bias%s run the plain-epilogue instance (D = alpha x acc x prob, "
+                    "or acc without alpha and prob, compiled alone); other calls the general one\n",
+                    plan.k_splits > 1 ? " and with K whole (M past the split rows)" : "");
+        }
+    }
     if (desc.glu_backward && variant.arch == 100) {
         appendf(&text,
                 "dGLU on SM100: each epilogue thread owns one row of R (its TMEM lane) and reads that row's saved "

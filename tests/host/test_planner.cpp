@@ -336,6 +336,7 @@ TEST_CASE("TMA-store variants: preferred for a bf16 D without C, excluded for an
     ggemm_plan plan = plan_for(desc, variants);
     CHECK(std::string(plan.variant.name) == "tma_s4");
     CHECK(describes(plan, "output: D stored by TMA"));
+    CHECK(describes(plan, "kernel instance: calls without bias run the plain-epilogue instance"));
     const ggemm::VariantScore tma = ggemm::score_variant(variants[1], desc.m_capacity, desc.n, 132, 0);
     const ggemm::VariantScore warp = ggemm::score_variant(variants[0], desc.m_capacity, desc.n, 132, 0);
     CHECK(tma.output_factor == ggemm::kOutputPreference.tma_store);
@@ -347,6 +348,7 @@ TEST_CASE("TMA-store variants: preferred for a bf16 D without C, excluded for an
     CHECK(std::string(plan.variant.name) == "warp_s4");
     CHECK(describes(plan, "excluded tma_s4: stores D with TMA, which serves a bf16 D without C only"));
     CHECK(describes(plan, "output: C and D stored by the math warps"));
+    CHECK(describes(plan, "kernel instance: the general one (every epilogue)"));
 
     for (const int32_t d_dtype : {GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32}) {
         desc = valid_desc();
