@@ -202,9 +202,8 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     }
     // SM90's plain-epilogue kernel instances (src/variants_sm90.cu): which calls run them.
     if (variant.arch == 90 && !variant.tma_dglu) {
-        const bool plain_possible = desc.activation == GGEMM_ACTIVATION_NONE && !desc.glu_backward &&
-                                    (variant.d_box_rows > 0 || (!desc.generate_c && desc.d_dtype == GGEMM_DTYPE_BF16));
-        if (!plain_possible) {
+        if (!plain_output(desc.generate_c != 0, desc.d_dtype, desc.activation, desc.glu_backward,
+                          variant.d_box_rows > 0)) {
             appendf(&text, "kernel instance: the general one (every epilogue)\n");
         } else {
             appendf(&text,

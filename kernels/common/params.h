@@ -64,10 +64,17 @@ struct KernelArgs {
     float* d_prob;
 };
 
+// Whether an output is the plain epilogue's, bias aside: no C or activation (nor dGLU), a bf16 D
+// (a TMA-store kernel stores nothing else). What a plan's description says of its calls.
+GGEMM_HD bool plain_output(bool c, int32_t d_dtype, int32_t activation, int32_t glu_backward, bool tma_store) {
+    return activation == kActivationNone && glu_backward == 0 && (tma_store || (!c && d_dtype == kBF16));
+}
+
 // Whether a call's epilogue is the plain one: D = alpha * acc * prob, or acc itself without alpha
-// and prob, no C, bias or activation; a bf16 D (a TMA-store kernel stores nothing else). The
-// kernels run it through a copy of their tile loop of its own, and the host launches kernel
-// instances that compile only that copy (kernels/sm90/grouped_gemm_sm90.cuh, PlainEpilogue).
+// and prob, no bias, a plain output. The kernels run it through a copy of their tile loop of its
+// own, and the host launches kernel instances that compile only that copy
+// (kernels/sm90/grouped_gemm_sm90.cuh, PlainEpilogue). plain_output's test written out: called
+// from here, it compiled the general kernel instances into other code.
 GGEMM_HD bool plain_epilogue(const KernelArgs& args, bool tma_store) {
     return args.bias == nullptr && args.activation == kActivationNone && args.glu_backward == 0 &&
            (tma_store || (args.c == nullptr && args.d_dtype == kBF16));

@@ -695,10 +695,10 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         }
 
         // A whole tile, or a piece of the last round (tail_split.h: 128 or 64 columns; a tile
-        // narrower than a piece is never cut).
+        // that is not whole pieces wide, 32 or 112, is never cut).
         const bool fused = Cfg::kFusedGlu && kLoop == TileLoop::kGeneral && args.activation != kActivationNone;
         bool finished = false;
-        if (Cfg::kTileN < kPieceColumns || Cfg::kTileN % kPieceColumns != 0 || tile.n_width == Cfg::kTileN) {
+        if (Cfg::kTileN % kPieceColumns != 0 || tile.n_width == Cfg::kTileN) {
             finished = run_tile<Cfg, Cfg::kTileN>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
                                                   phase, fused);
         } else if constexpr (Cfg::kTileN == 256) {
@@ -709,7 +709,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
                 finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc,
                                                         stage, phase, fused);
             }
-        } else if constexpr (Cfg::kTileN >= kPieceColumns && Cfg::kTileN % kPieceColumns == 0) {
+        } else if constexpr (Cfg::kTileN % kPieceColumns == 0) {
             finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
                                                     phase, fused);
         }

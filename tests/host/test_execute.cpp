@@ -423,3 +423,41 @@ TEST_CASE("execute on a GPU with a recording fake kernel") {
     cudaStreamDestroy(stream);
     for (void* pointer : {a, b, offsets, alpha, prob, d, workspace, status, b_ptrs}) cudaFree(pointer);
 }
+
+TEST_CASE("plain_epilogue is plain_output without bias, for every output the contract allows") {
+    static int storage;
+    for (const bool c : {false, true}) {
+        for (const int32_t d_dtype : {ggemm::kBF16, ggemm::kFP16, ggemm::kFP32}) {
+            for (const int32_t activation :
+                 {ggemm::kActivationNone, ggemm::kActivationSwiglu, ggemm::kActivationClampedGeglu}) {
+                for (const int32_t glu_backward : {0, 1}) {
+                    for (const bool tma_store : {false, true}) {
+                        for (const bool bias : {false, true}) {
+                            ggemm::KernelArgs args{};
+                            args.c = c ? &storage : nullptr;
+                            args.bias = bias ? &storage : nullptr;
+                            args.d_dtype = d_dtype;
+                            args.activation = activation;
+                            args.glu_backward = glu_backward;
+                            CAPTURE(c);
+                            CAPTURE(d_dtype);
+                            CAPTURE(activation);
+                            CAPTURE(glu_backward);
+                            CAPTURE(tma_store);
+                            CAPTURE(bias);
+                            CHECK(ggemm::plain_epilogue(args, tma_store) ==
+                                  (!bias && ggemm::plain_output(c, d_dtype, activation, glu_backward, tma_store)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The plain case itself, and what each departure from it does.
+    CHECK(ggemm::plain_output(false, ggemm::kBF16, ggemm::kActivationNone, 0, false));
+    CHECK_FALSE(ggemm::plain_output(true, ggemm::kBF16, ggemm::kActivationNone, 0, false));
+    CHECK_FALSE(ggemm::plain_output(false, ggemm::kFP32, ggemm::kActivationNone, 0, false));
+    CHECK(ggemm::plain_output(false, ggemm::kFP32, ggemm::kActivationNone, 0, true));
+    CHECK_FALSE(ggemm::plain_output(false, ggemm::kBF16, ggemm::kActivationSwiglu, 0, true));
+    CHECK_FALSE(ggemm::plain_output(false, ggemm::kBF16, ggemm::kActivationNone, 1, true));
+}
