@@ -85,8 +85,12 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
     for (int i = 0; i < variants.count; ++i) {
         const WgradVariant& v = variants.items[i];
         if (v.arch != arch_of(device)) continue;
-        appendf(&text, "  %-8s column use %.4f  %s\n", v.name == variant.name ? "chosen" : "",
+        appendf(&text, "  %-8s column use %.4f  %s", v.name == variant.name ? "chosen" : "",
                 column_use(desc.q, v.tile_q), v.name);
+        if (v.max_experts < desc.num_experts) {
+            appendf(&text, " (excluded: its shared copy of the offsets holds at most %d experts)", v.max_experts);
+        }
+        text += '\n';
     }
     return text;
 }
@@ -125,7 +129,7 @@ ggemm_status_t build_wgrad_plan(const ggemm_wgrad_desc& desc, const DeviceInfo& 
     for (int i = 0; i < variants.count; ++i) {
         const WgradVariant& variant = variants.items[i];
         if (variant.arch != arch || variant.smem_bytes > device.max_smem_optin || variant.launch == nullptr ||
-            variant.tile_p <= 0 || variant.tile_q <= 0) {
+            variant.tile_p <= 0 || variant.tile_q <= 0 || variant.max_experts < desc.num_experts) {
             continue;
         }
         if (best == nullptr || better_wgrad_choice(variant, *best, desc.q)) best = &variant;

@@ -34,6 +34,7 @@ struct WgradVariant {
     int32_t smem_bytes;
     int32_t threads;
     bool tma_store;       // has the TMA store path (kWgradStoreTma); else registers only
+    int32_t max_experts;  // the most experts its shared copy of the offsets holds
     WgradPrepareFn prepare;
     WgradLaunchFn launch;
 };

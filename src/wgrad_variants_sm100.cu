@@ -40,6 +40,7 @@ constexpr WgradVariant sm100_wgrad_variant(const char* name) {
             sm100::kWgradSmemBytes<Cfg>,
             Cfg::kThreads,
             /*tma_store=*/false,
+            kMaxExperts,
             &sm100::wgrad_prepare<Cfg>,
             &sm100::wgrad_launch<Cfg>};
 }

@@ -35,11 +35,12 @@ constexpr WgradVariant sm90_wgrad_variant(const char* name) {
             sm90::kWgradSmemBytes<Cfg>,
             Cfg::kThreads,
             /*tma_store=*/true,
+            Cfg::kOffsetCapacity,
             &sm90::wgrad_prepare<Cfg>,
             &sm90::wgrad_launch<Cfg>};
 }
 
-using WgradTile256 = sm90::WgradConfig<256, 4>;
+using WgradTile256 = sm90::WgradConfig<256, 4, 2>;  // two staging atoms: at most 256 experts
 using WgradTile192 = sm90::WgradConfig<192, 5>;  // Q = 2880 (gpt-oss): 15 tiles, no padding column
 using WgradTile128 = sm90::WgradConfig<128, 6>;
 

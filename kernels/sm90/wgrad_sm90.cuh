@@ -41,11 +41,16 @@
 
 namespace ggemm::sm90 {
 
-template <int kTileQ_, int kStages_>
+constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
+
+template <int kTileQ_, int kStages_, int kStagingSlots_ = 1>
 struct WgradConfig {
     static constexpr int kTileP = 128;  // two math warpgroups x 64 rows of P (wgmma M = 64)
     static constexpr int kTileQ = kTileQ_;
     static constexpr int kStages = kStages_;
+    // Staging atoms per math warpgroup for the TMA store path (wgrad_tma_store_sm90.cuh): with
+    // two, a warpgroup writes one atom while the store of the one before reads the other.
+    static constexpr int kStagingSlots = kStagingSlots_;
     static constexpr int kBlockRows = kWgradBlockRows;  // rows r (the GEMM's K) per stage
     static constexpr int kMathWarpgroups = 2;
     static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
@@ -54,6 +59,13 @@ struct WgradConfig {
     static constexpr int kX1Boxes = kTileP / kWgradBoxColumns;
     static constexpr int kX2Boxes = kTileQ / kWgradBoxColumns;
     static constexpr uint32_t kStageBytes = (kX1Boxes + kX2Boxes) * kWgradBoxBytes;
+    // The shared copy of the offsets holds every expert the contract allows, except where the
+    // staging atoms leave less room: there the planner keeps plans of more experts off the
+    // variant (WgradVariant::max_experts). 1024 bytes are kept for the barriers and the tile
+    // ring, 1024 for aligning the dynamic shared memory.
+    static constexpr int kOffsetRoom = (kWgradSharedMemoryLimit - 2048 - kStages * static_cast<int>(kStageBytes) -
+                                        kMathWarpgroups * kStagingSlots * kWgradAtomBytes) / 4 / 32 * 32;
+    static constexpr int kOffsetCapacity = kOffsetRoom >= kMaxExperts ? kMaxExperts : kOffsetRoom;
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap).
     static constexpr int kProducerRegisters = 56;
     static constexpr int kMathRegisters = 224;
@@ -64,6 +76,7 @@ struct WgradConfig {
     static_assert(kTileP == 64 * kMathWarpgroups, "one 64-row wgmma M per math warpgroup, one box each");
     static_assert(kTileQ % kWgradBoxColumns == 0 && kTileQ <= 256, "whole boxes; wgmma N <= 256");
     static_assert(kSegmentAlignment % kBlockRows == 0, "segments hold whole k-blocks: no row tails");
+    static_assert(kStagingSlots >= 1 && kOffsetCapacity >= 32, "a staging atom, and room for useful offsets");
 };
 
 template <class Cfg>
@@ -75,14 +88,14 @@ struct WgradSharedStorage {
         __nv_bfloat16 x2[Cfg::kTileQ * Cfg::kBlockRows];
     };
     Stage stages[Cfg::kStages];
-    // Each math warpgroup's staging atom for the TMA store path (1024-aligned: the swizzle atom).
-    alignas(1024) uint8_t out_atoms[Cfg::kMathWarpgroups][kWgradAtomBytes];
+    // Each math warpgroup's staging atoms for the TMA store path (1024-aligned: the swizzle atom).
+    alignas(1024) uint8_t out_atoms[Cfg::kMathWarpgroups][Cfg::kStagingSlots][kWgradAtomBytes];
     uint64_t full[Cfg::kStages];   // TMA bytes landed in the stage
     uint64_t empty[Cfg::kStages];  // every math warp is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
     WgradTileSlot tiles[Cfg::kTileRing];
-    int32_t offsets[kMaxExperts];
+    int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
 };
 
@@ -90,7 +103,6 @@ struct WgradSharedStorage {
 template <class Cfg>
 constexpr int kWgradSmemBytes = static_cast<int>(sizeof(WgradSharedStorage<Cfg>)) + 1024;
 
-constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
 
 // The math warpgroups' named barriers of the TMA store path (0 is __syncthreads).
 constexpr uint32_t kWgradStoreBarrier = 1;
@@ -225,8 +237,8 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
         if (tma_store) {
             WgradTmaStore store;
             store.out_map = out_map;
-            store.atom = s.out_atoms[warpgroup];
-            store.atom_addr = ptx::smem_addr(s.out_atoms[warpgroup]);
+            store.atom = s.out_atoms[warpgroup][0];
+            store.atom_addr = ptx::smem_addr(s.out_atoms[warpgroup][0]);
             store.barrier = kWgradStoreBarrier + static_cast<uint32_t>(warpgroup);
             store.p = args.p;
             store.q = args.q;
@@ -235,7 +247,7 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
             store.expert = tile.expert;
             store.alpha = fragment.alpha;
             store.accumulate = args.accumulate != 0;
-            store_wgrad_tile_tma<Cfg::kTileQ>(store, args.out_dtype, acc);
+            store_wgrad_tile_tma<Cfg::kTileQ, Cfg::kStagingSlots>(store, args.out_dtype, acc);
         } else {
             store_wgrad_tile<Cfg::kTileQ>(fragment, args.out_dtype, args.accumulate != 0, acc);
         }
@@ -271,6 +283,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     // The output map is encoded only for the TMA store path.
     if (thread == 64 && args.store_path == kWgradStoreTma) ptx::tma_prefetch_map(&out_map);
+    // The planner keeps plans of more experts than the shared copy holds off this variant.
+    if constexpr (Cfg::kOffsetCapacity < kMaxExperts) {
+        if (args.num_experts > Cfg::kOffsetCapacity) __trap();
+    }
     for (int g = thread; g < args.num_experts; g += Cfg::kThreads) s.offsets[g] = args.padded_offsets[g];
     __syncthreads();
 

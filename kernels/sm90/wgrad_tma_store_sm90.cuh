@@ -1,17 +1,19 @@
 // The weight gradient's output path through TMA stores, for a dense output overwritten, or
-// accumulated into in fp32 (kWgradStoreTma): each math warpgroup scales and rounds its 64 rows of the tile in registers
-// (the same arithmetic as wgrad_epilogue_sm90.cuh, so the results are bitwise the same), writes
-// them one atom (128 bytes of Q, wgrad_store_layout_sm90.h) at a time into its own swizzled
-// staging atom in shared memory, and one of its threads stores the atom with a 3-D TMA store
-// into the output map {Q, P, L}, or, accumulating, a 3-D TMA reduce-add (old + staged, rounded
-// once to nearest even, subnormals kept: the register path's __fadd_rn). TMA clips the box at P and Q of the expert's own matrix, so
-// tails write nothing outside it; the warpgroup goes on to its next tile while the last store
-// drains.
+// accumulated into in fp32 (kWgradStoreTma): each math warpgroup scales and rounds its 64 rows of
+// the tile in registers (the same arithmetic as wgrad_epilogue_sm90.cuh, so the results are
+// bitwise the same), writes them one atom (128 bytes of Q, wgrad_store_layout_sm90.h) at a time
+// into its own swizzled staging atoms in shared memory (one, or two used in turn), and one of its
+// threads stores each atom with a 3-D TMA store into the output map {Q, P, L}, or, accumulating,
+// a 3-D TMA reduce-add (old + staged, rounded once to nearest even, subnormals kept: the register
+// path's __fadd_rn). TMA clips the box at P and Q of the expert's own matrix, so tails write
+// nothing outside it; the warpgroup goes on to its next tile while the last store drains.
 //
-// Per atom: the storing thread waits until its earlier stores have read the staging atom, a
-// warpgroup barrier passes that on, every thread writes its pairs and fences them to the async
-// proxy, a second barrier, and the storing thread issues the box and commits it. Before the
-// warpgroup exits, the storing thread waits for all its stores (finish_wgrad_tma_stores).
+// Per atom: the storing thread waits until the store that last read the atom's slot has done so
+// (with two slots, the store of the atom before may still be reading the other), a warpgroup
+// barrier passes that on, every thread writes its pairs and fences them to the async proxy, a
+// second barrier, and the storing thread issues the box and commits it as a bulk group of its
+// own. Before the warpgroup exits, the storing thread waits for all its stores
+// (finish_wgrad_tma_stores).
 #pragma once
 
 #include <cuda.h>
@@ -83,7 +85,7 @@ __device__ __forceinline__ void write_wgrad_atom(const WgradTmaStore& e, const f
     }
 }
 
-template <class T, int kTileQ>
+template <class T, int kTileQ, int kSlots>
 __device__ __forceinline__ void store_wgrad_atoms(const WgradTmaStore& e, const float (&acc)[kTileQ / 2]) {
     constexpr int kAtomColumns = wgrad_atom_columns(static_cast<int>(sizeof(T)));
     constexpr int kAtoms = kTileQ / kAtomColumns;
@@ -94,34 +96,49 @@ __device__ __forceinline__ void store_wgrad_atoms(const WgradTmaStore& e, const 
     for (int a = 0; a < kAtoms; ++a) {
         const int32_t column = e.q_begin + a * kAtomColumns;
         if (column >= e.q) break;  // Q tail: nothing left of the tile
-        // The staging atom is free once the store that last read it has done so.
-        if (storer) ptx::tma_store_wait_read<0>();
-        ptx::named_barrier_sync(e.barrier, 128);
-        write_wgrad_atom<T, kTileQ>(e, acc, a);
+        // Atom a goes to slot a % kSlots, free once the store that last read it has done so: at
+        // the tile's first atom every earlier store (the last tile's, issued before this tile's
+        // main loop), after that the store kSlots atoms back, with kSlots - 1 younger ones left
+        // to read theirs. The first kSlots atoms but the first find their slot free already.
+        const int slot = a % kSlots;
+        if (a == 0 || a >= kSlots) {
+            if (storer) {
+                if (a == 0) {
+                    ptx::tma_store_wait_read<0>();
+                } else {
+                    ptx::tma_store_wait_read<kSlots - 1>();
+                }
+            }
+            ptx::named_barrier_sync(e.barrier, 128);
+        }
+        WgradTmaStore at = e;
+        at.atom = e.atom + slot * kWgradAtomBytes;
+        at.atom_addr = e.atom_addr + static_cast<uint32_t>(slot * kWgradAtomBytes);
+        write_wgrad_atom<T, kTileQ>(at, acc, a);
         ptx::fence_proxy_async_shared();  // this thread's st.shared, before the TMA reads them
         ptx::named_barrier_sync(e.barrier, 128);
         if (storer) {
             if constexpr (std::is_same_v<T, float>) {
                 if (e.accumulate) {
-                    ptx::tma_reduce_add_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+                    ptx::tma_reduce_add_3d(e.out_map, at.atom, column, e.row_begin, e.expert);
                 } else {
-                    ptx::tma_store_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+                    ptx::tma_store_3d(e.out_map, at.atom, column, e.row_begin, e.expert);
                 }
             } else {
-                ptx::tma_store_3d(e.out_map, e.atom, column, e.row_begin, e.expert);
+                ptx::tma_store_3d(e.out_map, at.atom, column, e.row_begin, e.expert);
             }
             ptx::tma_store_commit();
         }
     }
 }
 
-template <int kTileQ>
+template <int kTileQ, int kSlots>
 __device__ __forceinline__ void store_wgrad_tile_tma(const WgradTmaStore& e, int32_t dtype,
                                                      const float (&acc)[kTileQ / 2]) {
     switch (dtype) {
-        case kBF16: store_wgrad_atoms<__nv_bfloat16, kTileQ>(e, acc); break;
-        case kFP16: store_wgrad_atoms<__half, kTileQ>(e, acc); break;
-        default: store_wgrad_atoms<float, kTileQ>(e, acc); break;
+        case kBF16: store_wgrad_atoms<__nv_bfloat16, kTileQ, kSlots>(e, acc); break;
+        case kFP16: store_wgrad_atoms<__half, kTileQ, kSlots>(e, acc); break;
+        default: store_wgrad_atoms<float, kTileQ, kSlots>(e, acc); break;
     }
 }
 

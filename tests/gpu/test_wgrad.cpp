@@ -518,8 +518,8 @@ struct ScopedRegisterStore {
     ScopedRegisterStore& operator=(const ScopedRegisterStore&) = delete;
 };
 
-// The "store:" line of the plan description for case c.
-std::string store_line(const WgradCase& c) {
+// The first line of case c's plan description that starts with `key`.
+std::string plan_line(const WgradCase& c, const char* key) {
     const ggemm_wgrad_desc desc = make_wgrad_desc(c, c.m + 512);
     ggemm_plan_t plan = nullptr;
     CHECK_GGEMM(ggemm_wgrad_plan_create(&plan, &desc));
@@ -528,10 +528,12 @@ std::string store_line(const WgradCase& c) {
     (void)ggemm_plan_destroy(plan);
     REQUIRE(described == GGEMM_SUCCESS);
     const std::string all(text);
-    const std::size_t at = all.find("store: ");
+    const std::size_t at = all.find(key);
     REQUIRE_MESSAGE(at != std::string::npos, all);
     return all.substr(at, all.find('\n', at) - at);
 }
+
+std::string store_line(const WgradCase& c) { return plan_line(c, "store: "); }
 
 // Runs c through the TMA store path (the default for a dense output overwritten) and the register
 // path, checks both against the reference and requires them bitwise equal, guard bytes included.
@@ -658,6 +660,32 @@ TEST_CASE("sanitizer: wgrad TMA store path with P and Q tails and an empty exper
         c.m = 1024;
         c.seed = 900 + static_cast<uint64_t>(dtype) + (output.accumulate ? 10 : 0);
         REQUIRE(store_line(c).rfind("store: TMA", 0) == 0);
+        run_and_verify(c);
+    }
+}
+
+TEST_CASE("wgrad: 256 experts on the 256-wide kernel (two staging atoms), 257 on a narrower one") {
+    // The 256-wide kernel's shared copy of the offsets holds 256 experts (its second staging atom
+    // takes the room): one more and the planner takes the 128-wide tile, as wide over Q = 256.
+    for (int32_t experts : {256, 257}) {
+        WgradCase c;
+        c.label = "many experts";
+        c.experts = experts;
+        c.p = 72;
+        c.q = 256;
+        c.out_dtype = GGEMM_DTYPE_BF16;
+        c.seed = 900 + static_cast<uint64_t>(experts);
+        int32_t end = 0;
+        for (int32_t g = 0; g < experts; ++g) {
+            if (g % 5 == 0 || g == experts - 1) end += 256;  // every fifth expert and the last hold rows
+            c.offsets.push_back(end);
+        }
+        c.m = end;
+        const std::string chosen = plan_line(c, "  chosen");
+        CHECK_MESSAGE(chosen.find(experts == 256 ? "128x256x64" : "128x128x64") != std::string::npos, chosen);
+        run_and_verify(c);
+        c.out_dtype = GGEMM_DTYPE_FP32;
+        c.accumulate = true;
         run_and_verify(c);
     }
 }

@@ -34,6 +34,7 @@ ggemm::WgradVariant wgrad_variant(const char* name, int32_t arch, int32_t tile_q
     v.smem_bytes = smem_bytes;
     v.threads = 384;
     v.tma_store = arch == 90;  // as the compiled variants: SM100's store from registers only
+    v.max_experts = ggemm::kMaxExperts;
     v.launch = &fake_wgrad_launch;
     return v;
 }
@@ -272,6 +273,22 @@ TEST_CASE("wgrad planner: tile along Q, grid, workspace, description") {
     CHECK(plan.grid == 128);  // 132 SMs - margin 4
     CHECK(ggemm::wgrad_workspace_bytes(GGEMM_SCHEDULER_STATIC) == 0);
     CHECK(ggemm::wgrad_workspace_bytes(GGEMM_SCHEDULER_DYNAMIC) == 128);
+}
+
+TEST_CASE("wgrad planner: a variant whose shared copy of the offsets is too small is excluded, and said so") {
+    std::vector<ggemm::WgradVariant> variants = wgrad_variants();
+    variants[0].max_experts = 256;  // wgrad_q256, as SM90's 256-wide kernel with two staging atoms
+    ggemm_wgrad_desc desc = valid_wgrad_desc();
+    desc.num_experts = 256;
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_wgrad_plan(desc, sm90_device(), wgrad_list(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(std::string(plan.wgrad.variant.name) == "wgrad_q256");
+    CHECK(plan.description.find("excluded") == std::string::npos);
+    desc.num_experts = 257;
+    REQUIRE(ggemm::build_wgrad_plan(desc, sm90_device(), wgrad_list(variants), &plan) == GGEMM_SUCCESS);
+    CHECK(std::string(plan.wgrad.variant.name) == "wgrad_q128");  // 7168 = 56 x 128; 192 wastes columns
+    CHECK(plan.description.find("wgrad_q256 (excluded: its shared copy of the offsets holds at most 256 experts)") !=
+          std::string::npos);
 }
 
 TEST_CASE("wgrad argument refusals: status and message") {
