@@ -103,7 +103,6 @@ struct WgradSharedStorage {
 template <class Cfg>
 constexpr int kWgradSmemBytes = static_cast<int>(sizeof(WgradSharedStorage<Cfg>)) + 1024;
 
-
 // The math warpgroups' named barriers of the TMA store path (0 is __syncthreads).
 constexpr uint32_t kWgradStoreBarrier = 1;
 
