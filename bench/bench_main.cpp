@@ -8,6 +8,9 @@
 //                                  pointer query of a call, without the launch
 //   host/bare_launch/<case>        the same kernel launched with the same arguments, prepared once:
 //                                  what ggemm_execute adds to a launch is host/execute minus this
+//   host/execute_over_launch/<case>  the two in turn within each iteration, each call timed on its
+//                                  own: counters execute_us, bare_launch_us and over_launch_us (the
+//                                  median of the per-iteration differences)
 //   host/parts/*                   the runtime calls inside one call, one by one (host_parts.cu)
 //
 // Device counters come from the median event time of the iterations: TFLOP/s = 2*M*N*K over
@@ -19,6 +22,7 @@
 //   --ggemm_sets=N                 input sets to rotate over (default: enough to defeat the L2)
 //   --ggemm_tile_m=N --ggemm_tile_n=N --ggemm_cluster_m=N   plan overrides (0 = planner's choice)
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -166,24 +170,38 @@ enum class HostCall {
     kBareLaunch,  // the plan's kernel, its launch prepared once (Workload::bare_launch)
 };
 
-void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& variant, HostCall call_kind) {
-    const bool one_shot = call_kind == HostCall::kOneShot;
+// The workload of a host/ benchmark: the case's plan on 256 rows owned by expert 0, one input
+// set, warmed up; nullptr (and the benchmark skipped) where that fails.
+Workload* host_workload(benchmark::State& state, const MoeCase& moe_case, const Variant& variant, bool one_shot) {
     MoeCase probe = moe_case;
     std::fill(probe.padded_offsets.begin(), probe.padded_offsets.end(), 256);
     Variant single = variant;
     single.sets = 1;
-    Workload* workload = nullptr;
-    cudaStream_t stream = nullptr;
     try {
-        stream = bench_stream();
-        workload = &workload_for(probe, single);
+        const cudaStream_t stream = bench_stream();
+        Workload* workload = &workload_for(probe, single);
         workload->warm_up(stream);
         if (one_shot) check_ggemm(workload->execute_one_shot(0, stream), "ggemm_grouped_gemm (warm-up)");
         check_cuda(cudaStreamSynchronize(stream), "warm-up");
+        return workload;
     } catch (const std::exception& error) {
         state.SkipWithError(error.what());
-        return;
+        return nullptr;
     }
+}
+
+std::string host_label(const MoeCase& moe_case, const Workload& workload) {
+    const int32_t splits = workload.k_splits(0);
+    return "plan N=" + std::to_string(moe_case.n) + " K=" + std::to_string(moe_case.k) +
+           " L=" + std::to_string(moe_case.experts) + ", M=256 per call" +
+           (splits > 1 ? ", K split " + std::to_string(splits) + " (with its counters' memset)" : "");
+}
+
+void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& variant, HostCall call_kind) {
+    const bool one_shot = call_kind == HostCall::kOneShot;
+    Workload* workload = host_workload(state, moe_case, variant, one_shot);
+    if (workload == nullptr) return;
+    const cudaStream_t stream = bench_stream();
     // Untimed calls first: without them the first host/ benchmarks of a process measured up to
     // ~35 % more (H200, 2026-11-30). Google Benchmark's MinWarmUpTime refuses a fixed
     // iteration count.
@@ -220,10 +238,64 @@ void run_host(benchmark::State& state, const MoeCase& moe_case, const Variant& v
     cudaError_t cuda = cudaStreamSynchronize(stream);
     if (!state.error_occurred() && cuda != cudaSuccess)
         state.SkipWithError((std::string("CUDA: ") + cudaGetErrorString(cuda)).c_str());
-    const int32_t splits = workload->k_splits(0);
-    state.SetLabel("plan N=" + std::to_string(moe_case.n) + " K=" + std::to_string(moe_case.k) +
-                   " L=" + std::to_string(moe_case.experts) + ", M=256 per call" +
-                   (splits > 1 ? ", K split " + std::to_string(splits) + " (with its counters' memset)" : ""));
+    state.SetLabel(host_label(moe_case, *workload));
+}
+
+// ggemm_execute and the bare launch of its kernel in turn, each call timed on its own by the
+// host's steady clock, the order swapped every iteration: both see the same machine state
+// (clock, caches, queue depth), which separate benchmarks minutes apart do not. The manual time
+// of an iteration is the pair's; the counters are medians over the iterations.
+void run_host_pair(benchmark::State& state, const MoeCase& moe_case, const Variant& variant) {
+    using Clock = std::chrono::steady_clock;
+    Workload* workload = host_workload(state, moe_case, variant, false);
+    if (workload == nullptr) return;
+    const cudaStream_t stream = bench_stream();
+    for (int call = 0; call < kHostWarmUpCalls; ++call) {
+        if (workload->execute(0, stream) != GGEMM_SUCCESS || workload->bare_launch(0, stream) != cudaSuccess) break;
+        if ((call + 1) % (kDrainEvery / 2) == 0) cudaStreamSynchronize(stream);
+    }
+    cudaStreamSynchronize(stream);
+    std::vector<double> execute_us, launch_us, over_us;
+    bool execute_first = true;
+    int queued = 0;
+    for (auto _ : state) {
+        double seconds[2] = {0.0, 0.0};  // execute, bare launch
+        for (int call = 0; call < 2; ++call) {
+            const bool execute = (call == 0) == execute_first;
+            std::string error;
+            const Clock::time_point start = Clock::now();
+            if (execute) {
+                const ggemm_status_t status = workload->execute(0, stream);
+                if (status != GGEMM_SUCCESS) error = ggemm_error_text(status);
+            } else {
+                const cudaError_t cuda = workload->bare_launch(0, stream);
+                if (cuda != cudaSuccess) error = std::string("bare launch: ") + cudaGetErrorString(cuda);
+            }
+            seconds[execute ? 0 : 1] = std::chrono::duration<double>(Clock::now() - start).count();
+            if (!error.empty()) {
+                state.SkipWithError(error.c_str());
+                break;
+            }
+        }
+        if (state.error_occurred()) break;
+        execute_first = !execute_first;
+        state.SetIterationTime(seconds[0] + seconds[1]);
+        execute_us.push_back(seconds[0] * 1e6);
+        launch_us.push_back(seconds[1] * 1e6);
+        over_us.push_back((seconds[0] - seconds[1]) * 1e6);
+        if ((queued += 2) >= kDrainEvery) {
+            cudaStreamSynchronize(stream);  // outside both calls' timing
+            queued = 0;
+        }
+    }
+    const cudaError_t cuda = cudaStreamSynchronize(stream);
+    if (!state.error_occurred() && cuda != cudaSuccess)
+        state.SkipWithError((std::string("CUDA: ") + cudaGetErrorString(cuda)).c_str());
+    if (state.error_occurred() || over_us.empty()) return;
+    state.counters["execute_us"] = median(execute_us);
+    state.counters["bare_launch_us"] = median(launch_us);
+    state.counters["over_launch_us"] = median(over_us);
+    state.SetLabel(host_label(moe_case, *workload));
 }
 
 bool parse_int_flag(const char* arg, const char* prefix, int32_t* value) {
@@ -282,6 +354,12 @@ void register_benchmarks(const std::vector<MoeCase>& suite, const Options& optio
             ->Iterations(kHostIterations)
             ->Unit(benchmark::kMicrosecond);
     };
+    auto add_host_pair = [](const std::string& name, const MoeCase& c, const Variant& v) {
+        benchmark::RegisterBenchmark(name.c_str(), [c, v](benchmark::State& state) { run_host_pair(state, c, v); })
+            ->Iterations(kHostIterations)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+    };
     const Variant& base = options.variant;
     const int32_t other = base.scheduler == GGEMM_SCHEDULER_STATIC ? GGEMM_SCHEDULER_DYNAMIC : GGEMM_SCHEDULER_STATIC;
 
@@ -315,6 +393,7 @@ void register_benchmarks(const std::vector<MoeCase>& suite, const Options& optio
         add_host("host/execute/" + c.name + "/static", c, host_static, HostCall::kExecute);
         add_host("host/bare_launch/" + c.name + "/static", c, host_static, HostCall::kBareLaunch);
     }
+    for (const MoeCase& c : suite) add_host_pair("host/execute_over_launch/" + c.name + "/static", c, host_static);
     for (const MoeCase& c : suite) {
         if (c.name == kHostDynamicCase) {
             add_host("host/execute/" + c.name + "/dynamic", c, host_dynamic, HostCall::kExecute);

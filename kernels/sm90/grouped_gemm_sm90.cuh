@@ -104,6 +104,16 @@ struct Config {
     static constexpr bool kTmaStoreGlu = kOutput == Output::kTmaStore && kClusterM == 1 &&
                                          kWeightLayout == kKMajor &&
                                          ((kTileN == 256 && kStoreColumns == 128) || kTileN == 192);
+    // Atoms of a tile's last TMA-store pass held in registers and stored behind the next tile's
+    // first wgmma batch (tma_store_epilogue_sm90.cuh, DeferredAtoms): the second pass of the
+    // kernels whose buffer is half the tile, which waited for the first pass's stores to read the
+    // buffer (32 registers beside the 128 accumulators). A whole-tile buffer leaves in one pass
+    // with no such wait: held, it measured slower (192 wide) or spilled (256 wide). Not in
+    // clusters, whose every-epilogue instance spilled.
+    static constexpr int kDeferAtoms =
+        kOutput == Output::kTmaStore && !kTmaStoreDglu && kClusterM == 1 && 2 * kStoreColumns == kTileN
+            ? kStoreAtoms
+            : 0;
     static constexpr int kScheduleGroupM = kGroupM / kClusterM;
     static constexpr int kBPartRows = kTileN / kClusterM;
     static constexpr uint16_t kClusterMask = (1u << kClusterM) - 1;
@@ -372,11 +382,13 @@ __device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
 
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
 // k-block, keeping Cfg::kBatchesInFlight batches in flight and releasing each stage as soon as
-// its batch is done. Once the first batch is issued, the output may start its own loads
-// (output.after_first_batch: dGLU through TMA loads the saved pre-activation then).
+// its batch is done. Once the first batch is issued, the atoms the previous tile held back are
+// stored (DeferredAtoms) and the output may start its own loads (output.after_first_batch: dGLU
+// through TMA loads the saved pre-activation then).
 template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
-                                          int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase) {
+                                          int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase,
+                                          DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
     using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -397,6 +409,7 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& outp
             Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();
+        if (kb == 0) deferred.write();
         if constexpr (Out::kLoadsDuringMainLoop) {
             if (kb == 0) output.after_first_batch();
         }
@@ -458,8 +471,8 @@ struct WarpStoreOutput {
     float2 bias_pair;
     __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
     __device__ __forceinline__ void after_first_batch() const {}
-    template <int kWidth>
-    __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
+    template <int kWidth, class Deferred>
+    __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], Deferred&) const {
         const FragmentEpilogue e = after_main_loop<kAlphaLoad>(epilogue);
         if constexpr (kLoop != TileLoop::kGeneral) {
             store_output<__nv_bfloat16, plain_value(kLoop), kWidth>(e, e.t.d, acc, e.t.n);
@@ -485,13 +498,13 @@ struct TmaStoreOutput {
     TmaStoreEpilogue epilogue;
     __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
     __device__ __forceinline__ void after_first_batch() const {}
-    template <int kWidth>
-    __device__ __forceinline__ void store(const float (&acc)[kWidth / 2]) const {
+    template <int kWidth, int kDeferAtoms>
+    __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], DeferredAtoms<kDeferAtoms>& deferred) const {
         if constexpr (kLoop != TileLoop::kGeneral) {
             store_passes<plain_value(kLoop), float, kActivationNone, kWidth, kStoreAtoms>(
-                after_main_loop<kAlphaLoad>(epilogue), acc);
+                after_main_loop<kAlphaLoad>(epilogue), acc, deferred);
         } else {
-            store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop<kAlphaLoad>(epilogue), acc);
+            store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop<kAlphaLoad>(epilogue), acc, deferred);
         }
     }
 };
@@ -639,7 +652,7 @@ template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& output, const KernelArgs& args,
                                          const TileCoord& tile, int32_t k_blocks, int warpgroup, int lane,
                                          float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
-                                         bool fused) {
+                                         bool fused, DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
     static_assert(kWidth <= Cfg::kTileN && (kWidth % kPieceColumns == 0 || kWidth == Cfg::kTileN),
                   "a tile or a piece of one");
     if (output.rows() == 0) {  // every row of this warpgroup is past the valid-row count
@@ -647,7 +660,7 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
         return false;
     }
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
-    main_loop<Cfg, kWidth>(s, output, k_blocks, warpgroup, lane, part, stage, phase);
+    main_loop<Cfg, kWidth>(s, output, k_blocks, warpgroup, lane, part, stage, phase, deferred);
     if constexpr (Cfg::kSplitK && kWidth == Cfg::kTileN) {
         if (args.k_splits > 1) {
             const int32_t split_item = tile.tile_index * args.k_splits + tile.k_split;
@@ -660,7 +673,7 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     if constexpr (Cfg::kTmaStoreDglu) {
         return true;  // compute() stores it
     } else {
-        output.template store<kWidth>(part);
+        output.template store<kWidth>(part, deferred);
         return true;
     }
 }
@@ -674,13 +687,15 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
     uint32_t pre_tiles = 0;  // dGLU through TMA: tiles whose pre-activation this warpgroup loaded
+    DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
+    if constexpr (Cfg::kDeferAtoms > 0) deferred.atoms = 0;
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
         const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
         if (tile.expert < 0) {
-            if constexpr (Cfg::kOutput == Output::kTmaStore) finish_tma_stores();
+            if constexpr (Cfg::kOutput == Output::kTmaStore) finish_tma_stores(deferred);
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
@@ -700,18 +715,18 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         bool finished = false;
         if (Cfg::kTileN % kPieceColumns != 0 || tile.n_width == Cfg::kTileN) {
             finished = run_tile<Cfg, Cfg::kTileN>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
-                                                  phase, fused);
+                                                  phase, fused, deferred);
         } else if constexpr (Cfg::kTileN == 256) {
             if (tile.n_width == 128) {
                 finished = run_tile<Cfg, 128>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
-                                              phase, fused);
+                                              phase, fused, deferred);
             } else {
                 finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc,
-                                                        stage, phase, fused);
+                                                        stage, phase, fused, deferred);
             }
         } else if constexpr (Cfg::kTileN % kPieceColumns == 0) {
             finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, tile_k_blocks, warpgroup, lane, acc, stage,
-                                                    phase, fused);
+                                                    phase, fused, deferred);
         }
         if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);

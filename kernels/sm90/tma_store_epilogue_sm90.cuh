@@ -15,6 +15,12 @@
 // async proxy, a second barrier, and the storing thread issues the boxes and commits them as
 // one bulk group. Before the CTA exits, the storing thread waits for all its stores.
 //
+// In the kernels that can hold it (Config::kDeferAtoms), the last pass of a tile waits in
+// registers instead: its fragments are computed at once (the accumulators are needed for the
+// next tile), and the pass runs once the next tile's first wgmma batch is issued, so its
+// barriers, shared-memory writes and (with a half-tile buffer) the wait for the first pass's
+// stores overlap the tensor cores' work instead of separating two tiles' MMAs.
+//
 // A fused GLU forward (desc->activation) stores the M x N/2 output through the same buffers and
 // D map (dims {N/2, M}): each 64-column block of the accumulators, [gate 32 | up 32], gives 32
 // output columns, so one atom holds the output of 128 pre-activation columns. In the fragment
@@ -94,17 +100,36 @@ __device__ __forceinline__ uint32_t bf16_pair(float alpha, float a0, float a1, f
     return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Writes column atom `atom` of the tile (columns 64 atom ..) to the buffer's atom at atom_addr.
-template <EpilogueValue kValue, class BiasT, int kWidth>
-__device__ __forceinline__ void write_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom,
-                                           uint32_t atom_addr) {
-    constexpr int kGroups = kAtomColumns / 8;
+// stmatrix's four registers for each 16-byte chunk pair of an atom: chunk pair p holds output
+// groups 2p and 2p + 1 (rows r and r + 8 of each).
+using AtomFragments = uint32_t[kAtomColumns / 16][4];
+
+// Where this thread's stmatrix of chunk pair p of the atom at atom_addr writes. stmatrix: lane l
+// addresses row l % 8 of matrix l / 8; matrices 0, 1 are the top and bottom eight rows of the
+// first 8-column group, matrices 2, 3 those of the second.
+__device__ __forceinline__ uint32_t fragment_address(uint32_t atom_addr, int p) {
     const int thread = threadIdx.x % 128;
     const int lane = thread % 32;
-    // stmatrix: lane l addresses row l % 8 of matrix l / 8; matrices 0, 1 are the top and bottom
-    // eight rows of the first 8-column group, matrices 2, 3 those of the second.
     const int row = 16 * (thread / 32) + (lane & 7) + ((lane >> 3) & 1) * 8;
-    const int group_of_lane = lane >> 4;
+    const int chunk = 2 * p + (lane >> 4);  // the 16-byte chunk of the 128-byte row
+    return atom_addr + static_cast<uint32_t>(row * kSliceRowBytes + swizzled_chunk(row, chunk * 16));
+}
+
+// Writes the first `pairs` chunk pairs of an atom's fragments to the atom at atom_addr.
+__device__ __forceinline__ void write_fragments(uint32_t atom_addr, const AtomFragments& f, int pairs) {
+#pragma unroll
+    for (int p = 0; p < kAtomColumns / 16; ++p) {
+        if (p >= pairs) break;
+        ptx::stmatrix_x4(fragment_address(atom_addr, p), f[p][0], f[p][1], f[p][2], f[p][3]);
+    }
+}
+
+// The fragments of column atom `atom` of the tile (columns 64 atom ..).
+template <EpilogueValue kValue, class BiasT, int kWidth>
+__device__ __forceinline__ void atom_fragments(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom,
+                                               AtomFragments& f) {
+    constexpr int kGroups = kAtomColumns / 8;
+    const int lane = threadIdx.x % 32;
     float2 bias[kGroups];
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
@@ -117,13 +142,10 @@ __device__ __forceinline__ void write_atom(const TmaStoreEpilogue& e, const floa
 #pragma unroll
     for (int p = 0; p < kGroups / 2; ++p) {
         const int j = atom * kGroups + 2 * p;
-        const uint32_t r0 = bf16_pair<kValue>(e.t.alpha, acc[4 * j], acc[4 * j + 1], e.prob.x, bias[2 * p]);
-        const uint32_t r1 = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 2], acc[4 * j + 3], e.prob.y, bias[2 * p]);
-        const uint32_t r2 = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 4], acc[4 * j + 5], e.prob.x, bias[2 * p + 1]);
-        const uint32_t r3 = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 6], acc[4 * j + 7], e.prob.y, bias[2 * p + 1]);
-        const int chunk = 2 * p + group_of_lane;  // the 16-byte chunk of the 128-byte row
-        ptx::stmatrix_x4(atom_addr + static_cast<uint32_t>(row * kSliceRowBytes + swizzled_chunk(row, chunk * 16)),
-                         r0, r1, r2, r3);
+        f[p][0] = bf16_pair<kValue>(e.t.alpha, acc[4 * j], acc[4 * j + 1], e.prob.x, bias[2 * p]);
+        f[p][1] = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 2], acc[4 * j + 3], e.prob.y, bias[2 * p]);
+        f[p][2] = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 4], acc[4 * j + 5], e.prob.x, bias[2 * p + 1]);
+        f[p][3] = bf16_pair<kValue>(e.t.alpha, acc[4 * j + 6], acc[4 * j + 7], e.prob.y, bias[2 * p + 1]);
     }
 }
 
@@ -137,26 +159,32 @@ __device__ __forceinline__ float2 global_bias_pair_as(const void* bias, int32_t 
     }
 }
 
-// Writes output atom `atom` of a GLU tile (output columns 64 atom .., from pre-activation
-// columns 128 atom ..) to the buffer's atom at atom_addr; of a tile's last atom only the output
-// groups the tile has (kWidth / 16 in all). The arithmetic is store_glu_output's
-// (epilogue_sm90.cuh), in the same order, so both output designs give the same bits.
+// The output groups of a GLU tile kWidth pre-activation columns wide (kWidth / 16) whose
+// fragments atom `atom` holds, in chunk pairs: a tile's last atom may be half full.
+template <int kWidth>
+__device__ __forceinline__ int glu_atom_pairs(int atom) {
+    constexpr int kGroups = kAtomColumns / 8;
+    constexpr int kOutGroups = kWidth / 2 / 8;
+    const int groups = kOutGroups - atom * kGroups;
+    return (groups < kGroups ? groups : kGroups) / 2;
+}
+
+// The fragments of output atom `atom` of a GLU tile (output columns 64 atom .., from
+// pre-activation columns 128 atom ..), its first glu_atom_pairs chunk pairs. The arithmetic is
+// store_glu_output's (epilogue_sm90.cuh), in the same order, so both output designs give the
+// same bits.
 template <int32_t kActivation, int kWidth>
-__device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom,
-                                               uint32_t atom_addr) {
+__device__ __forceinline__ void glu_atom_fragments(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2],
+                                                   int atom, AtomFragments& f) {
     static_assert(kWidth % (2 * kGluBlockColumns) == 0, "whole gate and up blocks");
     constexpr int kGroups = kAtomColumns / 8;  // output groups of an atom
-    constexpr int kOutGroups = kWidth / 2 / 8;
-    const int thread = threadIdx.x % 128;
-    const int lane = thread % 32;
-    const int row = 16 * (thread / 32) + (lane & 7) + ((lane >> 3) & 1) * 8;  // write_atom's
-    const int group_of_lane = lane >> 4;
+    const int lane = threadIdx.x % 32;
     const bool bias = e.t.bias != nullptr;
+    const int pairs = glu_atom_pairs<kWidth>(atom);
 #pragma unroll
     for (int p = 0; p < kGroups / 2; ++p) {
+        if (p >= pairs) break;
         const int first_group = atom * kGroups + 2 * p;
-        if (first_group >= kOutGroups) break;  // a tile's last atom, half full
-        uint32_t r[4];  // output groups first_group and + 1, rows r and r + 8 of each: stmatrix's order
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int gate = glu_gate_group(first_group + i);
@@ -167,24 +195,84 @@ __device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const 
                 up_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col + kGluBlockColumns);
             }
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {  // rows r and r + 8
+            for (int half = 0; half < 2; ++half) {  // rows r and r + 8: stmatrix's order
                 const float2 out =
                     glu_output_pair<kActivation, kWidth>(e.t, e.prob, bias, acc, gate, half, gate_bias, up_bias);
                 const __nv_bfloat162 h = __floats2bfloat162_rn(out.x, out.y);
-                r[2 * i + half] = *reinterpret_cast<const uint32_t*>(&h);
+                f[p][2 * i + half] = *reinterpret_cast<const uint32_t*>(&h);
             }
         }
-        const int chunk = 2 * p + group_of_lane;
-        ptx::stmatrix_x4(atom_addr + static_cast<uint32_t>(row * kSliceRowBytes + swizzled_chunk(row, chunk * 16)),
-                         r[0], r[1], r[2], r[3]);
     }
 }
 
+// The fragments of output atom `atom` of a tile, and how many chunk pairs of it hold output.
+template <EpilogueValue kValue, class BiasT, int32_t kActivation, int kWidth>
+__device__ __forceinline__ int output_fragments(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom,
+                                                AtomFragments& f) {
+    if constexpr (kActivation != kActivationNone) {
+        glu_atom_fragments<kActivation, kWidth>(e, acc, atom, f);
+        return glu_atom_pairs<kWidth>(atom);
+    } else {
+        atom_fragments<kValue, BiasT, kWidth>(e, acc, atom, f);
+        return kAtomColumns / 16;
+    }
+}
+
+// A tile's last pass, held back: its atoms' fragments stay in registers until the next tile's
+// first wgmma batch is issued (main_loop), and are written and stored then, behind that batch,
+// instead of between this tile's last wgmma and the next tile's first. With a buffer of half the
+// tile this also takes the wait for the first pass's stores to read the buffer off that path.
+// kAtoms = 0: nothing is held back.
+template <int kAtoms>
+struct DeferredAtoms {
+    AtomFragments fragments[kAtoms];
+    const CUtensorMap* d_map;
+    const uint8_t* buffer;
+    uint32_t buffer_addr;    // the buffer, as a shared-window address
+    uint32_t barrier;        // the warpgroup's named barrier
+    int32_t row_begin;
+    int32_t col;             // the output column of the first atom
+    int32_t out_n;
+    int32_t atoms;           // atoms held (0: none); the same in every thread of the warpgroup
+
+    __device__ __forceinline__ void write() {
+        if (atoms == 0) return;
+        const bool storer = threadIdx.x % 128 == 0;
+        if (storer) ptx::tma_store_wait_read<0>();  // the buffer is free once earlier stores read it
+        ptx::named_barrier_sync(barrier, 128);
+#pragma unroll
+        for (int a = 0; a < kAtoms; ++a) {
+            if (a < atoms) write_fragments(buffer_addr + a * kAtomBytes, fragments[a], kAtomColumns / 16);
+        }
+        ptx::fence_proxy_async_shared();
+        ptx::named_barrier_sync(barrier, 128);
+        if (storer) {
+#pragma unroll
+            for (int a = 0; a < kAtoms; ++a) {
+                if (a < atoms && col + a * kAtomColumns < out_n) {
+                    ptx::tma_store_2d(d_map, buffer + a * kAtomBytes, col + a * kAtomColumns, row_begin);
+                }
+            }
+            ptx::tma_store_commit();
+        }
+        atoms = 0;
+    }
+};
+template <>
+struct DeferredAtoms<0> {
+    __device__ __forceinline__ void write() {}
+};
+
 // The whole epilogue of one warpgroup's share of a tile or piece kWidth columns wide, through a
 // buffer of kBufferAtoms column atoms: the contract's kValue (bias of BiasT), or with a gated
-// kActivation its M x N/2 output (kValue and BiasT unused).
-template <EpilogueValue kValue, class BiasT, int32_t kActivation, int kWidth, int kBufferAtoms>
-__device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
+// kActivation its M x N/2 output (kValue and BiasT unused). With kDeferAtoms (the whole buffer)
+// the last pass is held back in `deferred` (written by the next tile's main loop, or by
+// finish_tma_stores) where the warpgroup's rows are whole and the tile's output is whole atoms:
+// then every atom leaves by a box and none by the masked copies, which read the buffer at once.
+template <EpilogueValue kValue, class BiasT, int32_t kActivation, int kWidth, int kBufferAtoms, int kDeferAtoms>
+__device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2],
+                                             DeferredAtoms<kDeferAtoms>& deferred) {
+    static_assert(kDeferAtoms == 0 || kDeferAtoms == kBufferAtoms, "a whole pass is held, or none");
     constexpr bool kGlu = kActivation != kActivationNone;
     constexpr int kOutColumns = kGlu ? kWidth / 2 : kWidth;
     constexpr int kAtoms = (kOutColumns + kAtomColumns - 1) / kAtomColumns;
@@ -202,16 +290,34 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
     for (int pass = 0; pass < kPasses; ++pass) {
         const int first_atom = pass * kBufferAtoms;
         if (out_begin + first_atom * kAtomColumns >= out_n) break;  // N tail: nothing left of the tile
+        if constexpr (kDeferAtoms > 0 && kOutColumns % kAtomColumns == 0) {
+            if (pass == kPasses - 1 && whole) {
+                int32_t held = 0;
+#pragma unroll
+                for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
+                    output_fragments<kValue, BiasT, kActivation, kWidth>(e, acc, first_atom + a,
+                                                                         deferred.fragments[a]);
+                    ++held;
+                }
+                deferred.d_map = e.d_map;
+                deferred.buffer = e.buffer;
+                deferred.buffer_addr = e.buffer_addr;
+                deferred.barrier = e.barrier;
+                deferred.row_begin = e.row_begin;
+                deferred.col = out_begin + first_atom * kAtomColumns;
+                deferred.out_n = out_n;
+                deferred.atoms = held;
+                break;
+            }
+        }
         // The buffer is free once the stores that last read it have done so.
         if (storer) ptx::tma_store_wait_read<0>();
         ptx::named_barrier_sync(e.barrier, 128);
 #pragma unroll
         for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
-            if constexpr (kGlu) {
-                write_glu_atom<kActivation, kWidth>(e, acc, first_atom + a, e.buffer_addr + a * kAtomBytes);
-            } else {
-                write_atom<kValue, BiasT, kWidth>(e, acc, first_atom + a, e.buffer_addr + a * kAtomBytes);
-            }
+            AtomFragments f;
+            const int pairs = output_fragments<kValue, BiasT, kActivation, kWidth>(e, acc, first_atom + a, f);
+            write_fragments(e.buffer_addr + a * kAtomBytes, f, pairs);
         }
         // Atoms that leave by masked copies: all of a partly valid warpgroup's, and a last atom
         // that no box may store. Each warp wrote, and now reads, only its own 16 rows of each
@@ -247,33 +353,44 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
 
 // kGlu: whether this kernel's TMA-store epilogue fuses the GLU forward (the planner sends an
 // activation only to those that do).
-template <int kWidth, int kBufferAtoms, bool kGlu>
-__device__ __forceinline__ void store_tile_tma(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
+template <int kWidth, int kBufferAtoms, bool kGlu, int kDeferAtoms>
+__device__ __forceinline__ void store_tile_tma(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2],
+                                               DeferredAtoms<kDeferAtoms>& deferred) {
     if constexpr (kGlu) {
         if (e.t.activation == kActivationSwiglu) {
-            store_passes<EpilogueValue::kScaledByProb, float, kActivationSwiglu, kWidth, kBufferAtoms>(e, acc);
+            store_passes<EpilogueValue::kScaledByProb, float, kActivationSwiglu, kWidth, kBufferAtoms>(e, acc,
+                                                                                                       deferred);
             return;
         }
         if (e.t.activation == kActivationClampedGeglu) {
-            store_passes<EpilogueValue::kScaledByProb, float, kActivationClampedGeglu, kWidth, kBufferAtoms>(e, acc);
+            store_passes<EpilogueValue::kScaledByProb, float, kActivationClampedGeglu, kWidth, kBufferAtoms>(
+                e, acc, deferred);
             return;
         }
     }
     if (e.t.bias == nullptr) {
-        store_passes<EpilogueValue::kScaledByProb, float, kActivationNone, kWidth, kBufferAtoms>(e, acc);
+        store_passes<EpilogueValue::kScaledByProb, float, kActivationNone, kWidth, kBufferAtoms>(e, acc, deferred);
         return;
     }
     switch (e.t.bias_dtype) {
         case kBF16:
-            store_passes<EpilogueValue::kBiased, __nv_bfloat16, kActivationNone, kWidth, kBufferAtoms>(e, acc);
+            store_passes<EpilogueValue::kBiased, __nv_bfloat16, kActivationNone, kWidth, kBufferAtoms>(e, acc,
+                                                                                                       deferred);
             break;
-        case kFP16: store_passes<EpilogueValue::kBiased, __half, kActivationNone, kWidth, kBufferAtoms>(e, acc); break;
-        default: store_passes<EpilogueValue::kBiased, float, kActivationNone, kWidth, kBufferAtoms>(e, acc); break;
+        case kFP16:
+            store_passes<EpilogueValue::kBiased, __half, kActivationNone, kWidth, kBufferAtoms>(e, acc, deferred);
+            break;
+        default:
+            store_passes<EpilogueValue::kBiased, float, kActivationNone, kWidth, kBufferAtoms>(e, acc, deferred);
+            break;
     }
 }
 
-// Before the CTA exits: its shared memory must outlive the reads, and D must be written.
-__device__ __forceinline__ void finish_tma_stores() {
+// Before the CTA exits: the held atoms are stored, its shared memory must outlive the reads, and
+// D must be written.
+template <int kDeferAtoms>
+__device__ __forceinline__ void finish_tma_stores(DeferredAtoms<kDeferAtoms>& deferred) {
+    deferred.write();
     if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();
 }
 
