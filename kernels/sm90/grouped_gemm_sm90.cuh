@@ -37,6 +37,7 @@
 #include "kernels/sm90/dglu_tma_epilogue_sm90.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "kernels/sm90/operand_layout.h"
+#include "kernels/sm90/shared_memory.h"
 #include "kernels/sm90/tma_store_epilogue_sm90.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/cluster.cuh"
@@ -47,9 +48,6 @@
 #include "ptx/wgmma.cuh"
 
 namespace ggemm::sm90 {
-
-// SM90: 227 KB of shared memory per block (opt-in).
-constexpr int kSharedMemoryLimit = 227 * 1024;
 
 // How a tile's output leaves: the math warps store it (any dtypes, C too), or TMA stores a bf16
 // D (no C) from a buffer of kStoreColumns columns per math warpgroup.
@@ -121,10 +119,11 @@ struct Config {
     // TMA-store buffer leaves less room: there the planner keeps plans of more experts off the
     // variant (KernelVariant::max_experts). 256 bytes are kept for the barriers and the ring,
     // 1024 for aligning the dynamic shared memory.
-    static constexpr int kOffsetRoom = (kSharedMemoryLimit - 1024 - kStages * static_cast<int>(kABytes + kBBytes) -
-                                        kMathWarpgroups * kStoreAtoms * kAtomBytes - 256) / 4 / 32 * 32;
     static constexpr int kOffsetCapacity =
-        kOutput == Output::kWarpStores || kOffsetRoom >= ggemm::kMaxExperts ? ggemm::kMaxExperts : kOffsetRoom;
+        kOutput == Output::kWarpStores
+            ? ggemm::kMaxExperts
+            : offset_capacity(kSharedMemoryLimit - 1024 - kStages * static_cast<int>(kABytes + kBBytes) -
+                              kMathWarpgroups * kStoreAtoms * kAtomBytes - 256);
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
     // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
     // wgmma batches a math warpgroup keeps in flight behind the one it just issued. With 3 stages
@@ -688,7 +687,6 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     uint32_t stage = 0, phase = 0;
     uint32_t pre_tiles = 0;  // dGLU through TMA: tiles whose pre-activation this warpgroup loaded
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
-    if constexpr (Cfg::kDeferAtoms > 0) deferred.atoms = 0;
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);

@@ -233,7 +233,7 @@ struct DeferredAtoms {
     int32_t row_begin;
     int32_t col;             // the output column of the first atom
     int32_t out_n;
-    int32_t atoms;           // atoms held (0: none); the same in every thread of the warpgroup
+    int32_t atoms = 0;       // atoms held (0: none); the same in every thread of the warpgroup
 
     __device__ __forceinline__ void write() {
         if (atoms == 0) return;
@@ -292,12 +292,10 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
         if (out_begin + first_atom * kAtomColumns >= out_n) break;  // N tail: nothing left of the tile
         if constexpr (kDeferAtoms > 0 && kOutColumns % kAtomColumns == 0) {
             if (pass == kPasses - 1 && whole) {
-                int32_t held = 0;
 #pragma unroll
                 for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
                     output_fragments<kValue, BiasT, kActivation, kWidth>(e, acc, first_atom + a,
                                                                          deferred.fragments[a]);
-                    ++held;
                 }
                 deferred.d_map = e.d_map;
                 deferred.buffer = e.buffer;
@@ -306,7 +304,7 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
                 deferred.row_begin = e.row_begin;
                 deferred.col = out_begin + first_atom * kAtomColumns;
                 deferred.out_n = out_n;
-                deferred.atoms = held;
+                deferred.atoms = kAtoms - first_atom;  // the last pass: at most kBufferAtoms
                 break;
             }
         }

@@ -31,6 +31,7 @@
 #include "kernels/common/wgrad_schedule.h"
 #include "kernels/common/wgrad_tile.cuh"
 #include "kernels/sm90/wgrad_epilogue_sm90.cuh"
+#include "kernels/sm90/shared_memory.h"
 #include "kernels/sm90/wgrad_layout_sm90.h"
 #include "kernels/sm90/wgrad_tma_store_sm90.cuh"
 #include "ptx/fence.cuh"
@@ -40,8 +41,6 @@
 #include "ptx/wgmma_mma.cuh"
 
 namespace ggemm::sm90 {
-
-constexpr int kWgradSharedMemoryLimit = 227 * 1024;  // SM90, per block (opt-in)
 
 template <int kTileQ_, int kStages_, int kStagingSlots_ = 1>
 struct WgradConfig {
@@ -63,9 +62,9 @@ struct WgradConfig {
     // staging atoms leave less room: there the planner keeps plans of more experts off the
     // variant (WgradVariant::max_experts). 1024 bytes are kept for the barriers and the tile
     // ring, 1024 for aligning the dynamic shared memory.
-    static constexpr int kOffsetRoom = (kWgradSharedMemoryLimit - 2048 - kStages * static_cast<int>(kStageBytes) -
-                                        kMathWarpgroups * kStagingSlots * kWgradAtomBytes) / 4 / 32 * 32;
-    static constexpr int kOffsetCapacity = kOffsetRoom >= kMaxExperts ? kMaxExperts : kOffsetRoom;
+    static constexpr int kOffsetCapacity = offset_capacity(kSharedMemoryLimit - 2048 -
+                                                           kStages * static_cast<int>(kStageBytes) -
+                                                           kMathWarpgroups * kStagingSlots * kWgradAtomBytes);
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap).
     static constexpr int kProducerRegisters = 56;
     static constexpr int kMathRegisters = 224;
@@ -257,7 +256,7 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgrad_sm90(const __grid_constant__ CUtensorMap x1_map, const __grid_constant__ CUtensorMap x2_map,
                const __grid_constant__ CUtensorMap out_map, const WgradKernelArgs args) {
-    static_assert(kWgradSmemBytes<Cfg> <= kWgradSharedMemoryLimit, "stages + offsets exceed 227 KB");
+    static_assert(kWgradSmemBytes<Cfg> <= kSharedMemoryLimit, "stages + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
     auto& s = aligned_shared_storage<WgradSharedStorage<Cfg>>(smem_raw);
