@@ -47,6 +47,12 @@ cudaError_t prepare() {
     } else {
         static_assert(kSmemBytes<PlainEpilogue<Cfg>> == kSmemBytes<Cfg>, "one size for both instances");
         if (error != cudaSuccess) return error;
+        if constexpr (kGluOverlap<Cfg>) {
+            static_assert(kSmemBytes<GluEpilogue<Cfg>> == kSmemBytes<Cfg>, "one size for every instance");
+            const cudaError_t glu = cudaFuncSetAttribute(
+                kernel_of<GluEpilogue<Cfg>>(), cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<Cfg>);
+            if (glu != cudaSuccess) return glu;
+        }
         return cudaFuncSetAttribute(kernel_of<PlainEpilogue<Cfg>>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     kSmemBytes<Cfg>);
     }
@@ -56,6 +62,12 @@ cudaError_t prepare() {
 // has asked for the general instance).
 inline bool plain_instance_serves(const KernelArgs& args, bool tma_store) {
     return args.k_splits <= 1 && plain_epilogue(args, tma_store) && !general_instance_forced();
+}
+
+// The GLU instance serves the fused GLU forward (a gated activation, no dGLU) with K unsplit.
+inline bool glu_instance_serves(const KernelArgs& args) {
+    return args.k_splits <= 1 && args.activation != kActivationNone && !args.glu_backward &&
+           !general_instance_forced();
 }
 
 // Clusters of kClusterM CTAs along x (rank = blockIdx.x % kClusterM); the planner's grid is a
@@ -72,6 +84,12 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
         if (plain_instance_serves(p.args, true)) {
             return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<PlainEpilogue<Cfg>>>(
                 p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
+        }
+        if constexpr (kGluOverlap<Cfg>) {
+            if (glu_instance_serves(p.args)) {
+                return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<GluEpilogue<Cfg>>>(
+                    p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
+            }
         }
         return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                              Cfg::kClusterM, stream);
@@ -120,6 +138,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.max_split_k = Cfg::kSplitK ? kMaxSplitK : 1;  // grouped_gemm_sm90.cuh says which split K
     variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
     variant.tma_dglu = Cfg::kTmaStoreDglu;
+    variant.glu_instance = sm90::kGluOverlap<Cfg>;
     return variant;
 }
 

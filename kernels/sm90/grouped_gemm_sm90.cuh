@@ -89,8 +89,10 @@ struct Config {
     // comes in by TMA, becomes d_pre in place and leaves by TMA; dglu_tma_epilogue_sm90.cuh).
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
-    // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below).
+    // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
+    // fused GLU forward alone (GluEpilogue).
     static constexpr bool kPlainOnly = false;
+    static constexpr bool kGluOnly = false;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
@@ -178,6 +180,23 @@ struct PlainEpilogue : Cfg {
     static constexpr bool kPlainOnly = true;
     static constexpr bool kSplitK = false;
     static constexpr bool kFusedGlu = false;
+};
+
+// Whether a kernel has a GluEpilogue instance: the 256-wide one-CTA K-major kernel whose TMA-store
+// buffer is half the tile (a GLU tile's output: two atoms), one wgmma batch kept in flight.
+template <class Cfg>
+constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && Cfg::kTileN == 256 && Cfg::kStoreAtoms == 2 &&
+                             Cfg::kBatchesInFlight == 1;
+
+// The instance of such a kernel that compiles only the fused GLU forward (compute_glu_tiles,
+// whose activation runs behind the tensor cores' work), for calls with an activation and K
+// unsplit. Its own instance, so that the general instance's code and registers stay as they are.
+// Same shared memory, same tiles, same results as the general instance.
+template <class Cfg>
+struct GluEpilogue : Cfg {
+    static_assert(kGluOverlap<Cfg>, "the 256-wide half-tile kernel");
+    static constexpr bool kGluOnly = true;
+    static constexpr bool kSplitK = false;
 };
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
@@ -379,6 +398,41 @@ __device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
     }
 }
 
+// Issues the four k16 slices of the k-block in `stage` as m64 n kWidth k16 wgmmas on `acc`, with B
+// from b_offset bytes into the stage's B tile (K-major: b_offset / 128 rows of N further on). The
+// first slice overwrites acc unless `accumulate`.
+template <class Cfg, int kWidth>
+__device__ __forceinline__ void issue_k_block(SharedStorage<Cfg>& s, uint32_t stage, int warpgroup,
+                                              float (&acc)[kWidth / 2], uint32_t b_offset, bool accumulate) {
+    using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
+    const uint32_t a_base = ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
+    const uint32_t b_base = ptx::smem_addr(s.stages[stage].b) + b_offset;
+    // Slice 0's descriptors, stepped to the later k16 slices with one add each
+    // (ptx::wgmma_desc_advance; operand_layout.h's slice steps).
+    const uint64_t desc_a0 = a_descriptor(a_base);
+    const uint64_t desc_b0 = b_slice_descriptor<Cfg::kWeightLayout>(b_base, 0);
+#pragma unroll
+    for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
+        const uint64_t desc_a = ptx::wgmma_desc_advance(desc_a0, k * kKMajorSliceBytes);
+        const uint64_t desc_b = ptx::wgmma_desc_advance(desc_b0, k * kBSliceBytes<Cfg::kWeightLayout>);
+        Mma::mma(acc, desc_a, desc_b, (accumulate || k > 0) ? 1u : 0u);
+    }
+}
+
+template <int kCount>
+__device__ __forceinline__ void fence_operands(float (&acc)[kCount]) {
+#pragma unroll
+    for (int r = 0; r < kCount; ++r) ptx::wgmma_fence_operand(acc[r]);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void next_stage(uint32_t& stage, uint32_t& phase) {
+    if (++stage == Cfg::kStages) {
+        stage = 0;
+        phase ^= 1;
+    }
+}
+
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
 // k-block, keeping Cfg::kBatchesInFlight batches in flight and releasing each stage as soon as
 // its batch is done. Once the first batch is issued, the atoms the previous tile held back are
@@ -388,32 +442,18 @@ template <class Cfg, int kWidth, class Out>
 __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
                                           int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase,
                                           DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
-    using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
-        const uint32_t a_base = ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
-        const uint32_t b_base = ptx::smem_addr(s.stages[stage].b);
-        // Slice 0's descriptors, stepped to the later k16 slices with one add each
-        // (ptx::wgmma_desc_advance; operand_layout.h's slice steps).
-        const uint64_t desc_a0 = a_descriptor(a_base);
-        const uint64_t desc_b0 = b_slice_descriptor<Cfg::kWeightLayout>(b_base, 0);
-#pragma unroll
-        for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        fence_operands(acc);
         ptx::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
-            const uint64_t desc_a = ptx::wgmma_desc_advance(desc_a0, k * kKMajorSliceBytes);
-            const uint64_t desc_b = ptx::wgmma_desc_advance(desc_b0, k * kBSliceBytes<Cfg::kWeightLayout>);
-            Mma::mma(acc, desc_a, desc_b, (kb > 0 || k > 0) ? 1u : 0u);
-        }
+        issue_k_block<Cfg, kWidth>(s, stage, warpgroup, acc, 0, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();
         if constexpr (Out::kLoadsDuringMainLoop) {
             if (kb == 0) output.after_first_batch();
         }
-#pragma unroll
-        for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+        fence_operands(acc);
         if constexpr (Cfg::kBatchesInFlight == 0) {
             ptx::wgmma_wait<0>();
             release_stage<Cfg>(&s.empty[stage], lane);
@@ -423,17 +463,13 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& outp
             release_stage<Cfg>(&s.empty[previous_stage], lane);
         }
         previous_stage = stage;
-        if (++stage == Cfg::kStages) {
-            stage = 0;
-            phase ^= 1;
-        }
+        next_stage<Cfg>(stage, phase);
     }
     if constexpr (Cfg::kBatchesInFlight > 0) {
         ptx::wgmma_wait<0>();
         release_stage<Cfg>(&s.empty[previous_stage], lane);
     }
-#pragma unroll
-    for (int r = 0; r < kWidth / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
+    fence_operands(acc);
 }
 
 // A tile's main loop for a warpgroup whose rows are all past the valid-row count: no wgmma, but
@@ -445,10 +481,7 @@ __device__ __forceinline__ void skip_main_loop(SharedStorage<Cfg>& s, int32_t k_
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
         release_stage<Cfg>(&s.empty[stage], lane);
-        if (++stage == Cfg::kStages) {
-            stage = 0;
-            phase ^= 1;
-        }
+        next_stage<Cfg>(stage, phase);
     }
 }
 
@@ -505,6 +538,20 @@ struct TmaStoreOutput {
         } else {
             store_tile_tma<kWidth, kStoreAtoms, kGlu>(after_main_loop<kAlphaLoad>(epilogue), acc, deferred);
         }
+    }
+};
+
+// One warpgroup's fused GLU of a tile through TMA stores, its activation known at compile time.
+template <int kStoreAtoms, int32_t kActivation, AlphaLoad kAlphaLoad>
+struct GluTmaStoreOutput {
+    static constexpr bool kLoadsDuringMainLoop = false;
+    TmaStoreEpilogue epilogue;
+    __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
+    __device__ __forceinline__ void after_first_batch() const {}
+    template <int kWidth, int kDeferAtoms>
+    __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], DeferredAtoms<kDeferAtoms>& deferred) const {
+        store_passes<EpilogueValue::kScaledByProb, float, kActivation, kWidth, kStoreAtoms>(
+            after_main_loop<kAlphaLoad>(epilogue), acc, deferred);
     }
 };
 
@@ -738,6 +785,211 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     }
 }
 
+// The fused GLU forward of the 256-wide kernel whose buffer is half the tile (kGluOverlap): a
+// tile's output is two atoms, atom 0 from pre-activation columns 0-127 (acc[0..63]) and atom 1
+// from columns 128-255 (acc[64..127]), and their activation runs behind the tensor cores' work
+// instead of between two tiles' MMAs. The tile's last k-block is issued in two n128 halves: once
+// the first is done, atom 0's activation runs and is written to the buffer while the second
+// half's MMAs run. The next tile's first kGluHeadBlocks k-blocks are issued in halves too:
+// columns 0-127 (acc[0..63], free once atom 0 is written), then atom 1's activation from the
+// previous tile's acc[64..127] and its write, then columns 128-255; the two atoms are then
+// stored by TMA behind those MMAs. Tiles of partly valid rows and pieces of the last round take
+// main_loop and store_passes, after the pending atom's store. Same arithmetic, same bits.
+constexpr int kGluHeadBlocks = 2;
+
+// Waits until the warpgroup's buffer is free: its earlier stores have read it.
+__device__ __forceinline__ void glu_buffer_free(const TmaStoreEpilogue& e) {
+    if (threadIdx.x % 128 == 0) ptx::tma_store_wait_read<0>();
+    ptx::named_barrier_sync(e.barrier, 128);
+}
+
+// Writes atom `atom` of e's GLU tile into the buffer.
+template <int32_t kActivation, int kWidth>
+__device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom) {
+    AtomFragments f;
+    glu_atom_fragments<kActivation, kWidth>(e, acc, atom, f);
+    write_fragments(e.buffer_addr + atom * kAtomBytes, f, kAtomColumns / 16);
+}
+
+// Writes atom 1 of the previous tile, then stores both of its atoms (boxes wholly past N/2 are
+// not issued; TMA clips the others).
+template <int32_t kActivation, int kWidth>
+__device__ __forceinline__ void finish_glu_tile(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
+    write_glu_atom<kActivation, kWidth>(e, acc, 1);
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(e.barrier, 128);
+    if (threadIdx.x % 128 == 0) {
+        const int32_t out_n = e.t.n / 2;
+#pragma unroll
+        for (int a = 0; a < 2; ++a) {
+            const int32_t col = e.n_begin / 2 + a * kAtomColumns;
+            if (col < out_n) ptx::tma_store_2d(e.d_map, e.buffer + a * kAtomBytes, col, e.row_begin);
+        }
+        ptx::tma_store_commit();
+    }
+}
+
+// One warpgroup's main loop of a whole-width GLU tile (kGluOverlap), every k-block issued as two
+// n128 halves on acc[0..63] and acc[64..127]: no wgmma spans both, so each half is a register
+// block of its own and either can be issued while the other is read. `last`, when pending, is
+// the previous tile, whose atom 1 is not written yet (K is more than kGluHeadBlocks k-blocks
+// then). With whole rows the tile's atom 0 is in the buffer on
+// return. `e` comes back with its alpha.
+template <class Cfg, int32_t kActivation>
+__device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, TmaStoreEpilogue& e, const TmaStoreEpilogue& last,
+                                              bool pending, bool whole, int32_t k_blocks, int warpgroup, int lane,
+                                              float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
+                                              DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
+    constexpr int kHalf = Cfg::kTileN / 2;
+    constexpr uint32_t kHalfBytes = kHalf * Cfg::kBlockK * 2;  // K-major: 128 rows of B further on
+    auto& low = reinterpret_cast<float(&)[kHalf / 2]>(acc[0]);
+    auto& high = reinterpret_cast<float(&)[kHalf / 2]>(acc[kHalf / 2]);
+    // The stages issued and not yet released: `unreleased` of them from `oldest`.
+    uint32_t oldest = stage;
+    int32_t unreleased = 0;
+    const auto release = [&] {
+        for (; unreleased > 0; --unreleased) {
+            release_stage<Cfg>(&s.empty[oldest], lane);
+            if (++oldest == Cfg::kStages) oldest = 0;
+        }
+    };
+    int32_t kb = 0;
+    if (pending) {
+        // The head's stages are waited for first: a wait between two wgmmas would be a branch
+        // inside their pipeline stage, and ptxas would serialize every wgmma of the kernel.
+        uint32_t head_stages[kGluHeadBlocks];
+#pragma unroll
+        for (int h = 0; h < kGluHeadBlocks; ++h) {
+            ptx::mbarrier_wait(&s.full[stage], phase);
+            head_stages[h] = stage;
+            next_stage<Cfg>(stage, phase);
+        }
+        fence_operands(low);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int h = 0; h < kGluHeadBlocks; ++h) {
+            issue_k_block<Cfg, kHalf>(s, head_stages[h], warpgroup, low, 0, h > 0);
+        }
+        ptx::wgmma_commit();
+        // Every earlier group is done: this retires none, but ends the pipeline stage of the
+        // wgmmas on `low` before `high` is read.
+        ptx::wgmma_wait<1>();
+        finish_glu_tile<kActivation, Cfg::kTileN>(last, acc);
+        fence_operands(high);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int h = 0; h < kGluHeadBlocks; ++h) {
+            issue_k_block<Cfg, kHalf>(s, head_stages[h], warpgroup, high, kHalfBytes, h > 0);
+        }
+        ptx::wgmma_commit();
+        fence_operands(acc);
+        unreleased = kGluHeadBlocks;
+        kb = kGluHeadBlocks;
+    }
+    for (; kb < k_blocks - 1; ++kb) {
+        ptx::mbarrier_wait(&s.full[stage], phase);
+        fence_operands(acc);
+        ptx::wgmma_fence();
+        issue_k_block<Cfg, kHalf>(s, stage, warpgroup, low, 0, kb > 0);
+        issue_k_block<Cfg, kHalf>(s, stage, warpgroup, high, kHalfBytes, kb > 0);
+        ptx::wgmma_commit();
+        if (kb == 0) deferred.write();  // atoms an earlier piece's store_passes held back
+        fence_operands(acc);
+        // Keep this group in flight: every one before it has finished reading its stages.
+        ptx::wgmma_wait<1>();
+        release();
+        oldest = stage;
+        unreleased = 1;
+        next_stage<Cfg>(stage, phase);
+    }
+    // The last k-block: its halves finish one after the other, and atom 0 is written while the
+    // second half runs.
+    e = after_main_loop<Cfg::kAlphaLoad>(e);
+    ptx::mbarrier_wait(&s.full[stage], phase);
+    fence_operands(acc);
+    ptx::wgmma_fence();
+    issue_k_block<Cfg, kHalf>(s, stage, warpgroup, low, 0, kb > 0);
+    ptx::wgmma_commit();
+    issue_k_block<Cfg, kHalf>(s, stage, warpgroup, high, kHalfBytes, kb > 0);
+    ptx::wgmma_commit();
+    if (kb == 0) deferred.write();
+    fence_operands(acc);
+    ptx::wgmma_wait<1>();
+    release();
+    oldest = stage;
+    unreleased = 1;
+    next_stage<Cfg>(stage, phase);
+    if (whole) {
+        glu_buffer_free(e);
+        write_glu_atom<kActivation, Cfg::kTileN>(e, acc, 0);
+    }
+    ptx::wgmma_wait<0>();
+    release();
+    fence_operands(acc);
+}
+
+// The tile loop of a fused GLU call in a kGluOverlap kernel (unsplit K). Its whole-width tiles
+// never issue an n256 wgmma (glu_main_loop); pieces of the last round issue n128 or n64 on
+// acc[0..63] (run_tile), after the pending atom's store.
+template <class Cfg, int32_t kActivation>
+__device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
+                                                  const CUtensorMap* d_map, int warpgroup) {
+    const int lane = threadIdx.x % 32;
+    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
+    float acc[Cfg::kTileN / 2] = {};
+    uint32_t stage = 0, phase = 0;
+    DeferredAtoms<Cfg::kDeferAtoms> deferred;  // atoms store_passes held back, stored behind the next MMAs
+    TmaStoreEpilogue last;                     // the previous tile, if its atom 1 is pending
+    bool pending = false;
+    for (uint32_t i = 0;; ++i) {
+        const uint32_t slot = i % Cfg::kTileRing;
+        ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
+        const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
+        if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
+        if (tile.expert < 0) {
+            if (pending) finish_glu_tile<kActivation, Cfg::kTileN>(last, acc);
+            finish_tma_stores(deferred);
+            return;
+        }
+        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
+        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, nullptr, 0, tile, warpgroup, lane);
+        const int32_t rows = general.rows();
+        const bool full_width = tile.n_width == Cfg::kTileN && rows > 0;
+        // The pending atom is written here, in the open, unless a whole-width tile's head can
+        // hide it (K of more than kGluHeadBlocks k-blocks).
+        if (pending && (!full_width || k_blocks <= kGluHeadBlocks)) {
+            finish_glu_tile<kActivation, Cfg::kTileN>(last, acc);
+            pending = false;
+        }
+        if (full_width) {
+            TmaStoreEpilogue e = general.epilogue;
+            const bool whole = rows == Cfg::kRowsPerWarpgroup;
+            glu_main_loop<Cfg, kActivation>(s, e, last, pending, whole, k_blocks, warpgroup, lane, acc, stage, phase,
+                                            deferred);
+            if (whole) {
+                last = e;
+                pending = true;
+            } else {
+                pending = false;
+                store_passes<EpilogueValue::kScaledByProb, float, kActivation, Cfg::kTileN, Cfg::kStoreAtoms>(
+                    e, acc, deferred);
+            }
+            continue;
+        }
+        if (rows == 0) {
+            skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
+            continue;
+        }
+        const GluTmaStoreOutput<Cfg::kStoreAtoms, kActivation, Cfg::kAlphaLoad> output{general.epilogue};
+        if (tile.n_width == 128) {
+            run_tile<Cfg, 128>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false, deferred);
+        } else {
+            run_tile<Cfg, kPieceColumns>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false,
+                                         deferred);
+        }
+    }
+}
+
 // The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
 // most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
@@ -747,6 +999,14 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                         const CUtensorMap* pre_map, int warpgroup) {
+    if constexpr (Cfg::kGluOnly) {
+        if (args.activation == kActivationSwiglu) {
+            compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
+        } else {
+            compute_glu_tiles<Cfg, kActivationClampedGeglu>(s, args, d_map, warpgroup);
+        }
+        return;
+    }
     if constexpr (!Cfg::kTmaStoreDglu) {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {

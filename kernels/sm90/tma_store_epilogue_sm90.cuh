@@ -235,6 +235,18 @@ struct DeferredAtoms {
     int32_t out_n;
     int32_t atoms = 0;       // atoms held (0: none); the same in every thread of the warpgroup
 
+    // Where the held atoms go: `count` atoms of e's tile from output column col.
+    __device__ __forceinline__ void hold(const TmaStoreEpilogue& e, int32_t first_col, int32_t n, int32_t count) {
+        d_map = e.d_map;
+        buffer = e.buffer;
+        buffer_addr = e.buffer_addr;
+        barrier = e.barrier;
+        row_begin = e.row_begin;
+        col = first_col;
+        out_n = n;
+        atoms = count;
+    }
+
     __device__ __forceinline__ void write() {
         if (atoms == 0) return;
         const bool storer = threadIdx.x % 128 == 0;
@@ -297,14 +309,8 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
                     output_fragments<kValue, BiasT, kActivation, kWidth>(e, acc, first_atom + a,
                                                                          deferred.fragments[a]);
                 }
-                deferred.d_map = e.d_map;
-                deferred.buffer = e.buffer;
-                deferred.buffer_addr = e.buffer_addr;
-                deferred.barrier = e.barrier;
-                deferred.row_begin = e.row_begin;
-                deferred.col = out_begin + first_atom * kAtomColumns;
-                deferred.out_n = out_n;
-                deferred.atoms = kAtoms - first_atom;  // the last pass: at most kBufferAtoms
+                // The last pass: at most kBufferAtoms.
+                deferred.hold(e, out_begin + first_atom * kAtomColumns, out_n, kAtoms - first_atom);
                 break;
             }
         }

@@ -1,4 +1,5 @@
-// Running one case on the GPU and judging it. Public API only.
+// Running one case on the GPU and judging it. Public API only, but for the launch path's test
+// hooks (src/launch_test_hooks.h).
 #include "tests/gpu/runner.h"
 
 #include <algorithm>
@@ -6,6 +7,8 @@
 #include <cstring>
 #include <numeric>
 #include <sstream>
+
+#include "src/launch_test_hooks.h"
 
 namespace ggemm_test {
 
@@ -170,6 +173,10 @@ ScopedKernel::ScopedKernel(const char* prefix) {
 }
 
 ScopedKernel::~ScopedKernel() { unsetenv("GGEMM_KERNEL"); }
+
+ScopedGeneralInstance::ScopedGeneralInstance() { ggemm::force_general_instance(true); }
+
+ScopedGeneralInstance::~ScopedGeneralInstance() { ggemm::force_general_instance(false); }
 
 std::string planned_kernel(const HostCase& host_case, int32_t weight_mode, int32_t scheduler) {
     const Plan plan(make_desc(host_case.config, host_case.m, weight_mode, scheduler));

@@ -84,6 +84,16 @@ public:
     ScopedKernel& operator=(const ScopedKernel&) = delete;
 };
 
+// While in scope, calls launch their SM90 variant's general kernel instance, not its plain or
+// GLU instance (kernels/sm90/grouped_gemm_sm90.cuh), so that tests can compare them.
+class ScopedGeneralInstance {
+public:
+    ScopedGeneralInstance();
+    ~ScopedGeneralInstance();
+    ScopedGeneralInstance(const ScopedGeneralInstance&) = delete;
+    ScopedGeneralInstance& operator=(const ScopedGeneralInstance&) = delete;
+};
+
 // The kernel variant a plan of this case chooses (under the current GGEMM_KERNEL).
 std::string planned_kernel(const HostCase& host_case, int32_t weight_mode,
                            int32_t scheduler = GGEMM_SCHEDULER_STATIC);

@@ -7,7 +7,6 @@
 
 #include <string>
 
-#include "src/launch_test_hooks.h"
 #include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
@@ -32,15 +31,6 @@ constexpr const char* kVariants[] = {
 };
 
 bool is_cluster(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, "_c2") == 0; }
-
-// Forces the general instance for its scope.
-class ScopedGeneralInstance {
-public:
-    ScopedGeneralInstance() { ggemm::force_general_instance(true); }
-    ~ScopedGeneralInstance() { ggemm::force_general_instance(false); }
-    ScopedGeneralInstance(const ScopedGeneralInstance&) = delete;
-    ScopedGeneralInstance& operator=(const ScopedGeneralInstance&) = delete;
-};
 
 }  // namespace
 

@@ -329,6 +329,21 @@ ggemm::KernelVariant tma_store_variant(const char* name, int32_t tile_n, int32_t
 
 }  // namespace
 
+TEST_CASE("the fused GLU forward runs the variant's GLU instance where it has one, and the plan says so") {
+    ggemm::KernelVariant with_instance = tma_store_variant("tma_glu", 256, 4, 448);
+    with_instance.glu_instance = true;
+    ggemm_plan_desc desc = valid_desc();
+    desc.activation = GGEMM_ACTIVATION_SWIGLU;
+    ggemm_plan plan = plan_for(desc, {with_instance});
+    CHECK(describes(plan, "kernel instance: the GLU instance"));
+    CHECK_FALSE(describes(plan, "the general one"));
+    plan = plan_for(desc, {tma_store_variant("tma_s4", 256, 4, 448)});
+    CHECK(describes(plan, "kernel instance: the general one (every epilogue)"));
+    desc.activation = GGEMM_ACTIVATION_NONE;  // a plain call: the plain instance
+    plan = plan_for(desc, {with_instance});
+    CHECK(describes(plan, "kernel instance: calls without bias run the plain-epilogue instance"));
+}
+
 TEST_CASE("TMA-store variants: preferred for a bf16 D without C, excluded for any other output") {
     const std::vector<ggemm::KernelVariant> variants = {variant("warp_s4", 90, 128, 256, 1, 4),
                                                         tma_store_variant("tma_s4", 256, 4, 448)};
