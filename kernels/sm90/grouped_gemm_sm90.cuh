@@ -796,6 +796,10 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
 // stored by TMA behind those MMAs. Tiles of partly valid rows and pieces of the last round take
 // main_loop and store_passes, after the pending atom's store. Same arithmetic, same bits.
 constexpr int kGluHeadBlocks = 2;
+#ifndef GGEMM_GLU_TAIL
+#define GGEMM_GLU_TAIL 2
+#endif
+constexpr int kGluTailBlocks = GGEMM_GLU_TAIL;
 
 // Waits until the warpgroup's buffer is free: its earlier stores have read it.
 __device__ __forceinline__ void glu_buffer_free(const TmaStoreEpilogue& e) {
@@ -811,11 +815,53 @@ __device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const 
     write_fragments(e.buffer_addr + atom * kAtomBytes, f, kAtomColumns / 16);
 }
 
-// Writes atom 1 of the previous tile, then stores both of its atoms (boxes wholly past N/2 are
-// not issued; TMA clips the others).
-template <int32_t kActivation, int kWidth>
-__device__ __forceinline__ void finish_glu_tile(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
-    write_glu_atom<kActivation, kWidth>(e, acc, 1);
+// What a whole GLU tile leaves pending for the next one (its atom 1): the fields of its epilogue
+// that change from tile to tile. The rest are the call's or the warpgroup's (pending_epilogue).
+struct GluPendingTile {
+    float alpha;
+    const void* bias;
+    float2 prob;
+    int32_t row_begin;
+    int32_t n_begin;
+};
+
+__device__ __forceinline__ GluPendingTile pending_tile(const TmaStoreEpilogue& e) {
+    return {e.t.alpha, e.t.bias, e.prob, e.row_begin, e.n_begin};
+}
+
+// The epilogue of a pending tile, rebuilt from its fields and the call's: what atom 1's
+// activation, write and store read (alpha, bias and its dtype, N, the activation's constants,
+// prob, the buffer, the barrier, D's map and the tile's position).
+template <class Cfg>
+__device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>& s, const KernelArgs& args,
+                                                            const CUtensorMap* d_map, int warpgroup,
+                                                            const GluPendingTile& p) {
+    TmaStoreEpilogue e{};
+    e.t.alpha = p.alpha;
+    e.t.bias = p.bias;
+    e.t.bias_dtype = args.bias_dtype;
+    e.t.n = args.n;
+    e.t.activation = args.activation;
+    e.t.glu = args.glu;
+    e.prob = p.prob;
+    e.buffer = s.output.d_tile[warpgroup];
+    e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+    e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+    e.row_begin = p.row_begin;
+    e.rows = Cfg::kRowsPerWarpgroup;
+    e.n_begin = p.n_begin;
+    e.d_map = d_map;
+    return e;
+}
+
+// Writes atom 1 of a pending tile, then stores both of its atoms (boxes wholly past N/2 are not
+// issued; TMA clips the others).
+template <class Cfg, int32_t kActivation>
+__device__ __forceinline__ void finish_glu_tile(SharedStorage<Cfg>& s, const KernelArgs& args,
+                                                const CUtensorMap* d_map, int warpgroup, const GluPendingTile& p,
+                                                const float (&acc)[Cfg::kTileN / 2]) {
+    const TmaStoreEpilogue e = pending_epilogue<Cfg>(s, args, d_map, warpgroup, p);
+    write_glu_atom<kActivation, Cfg::kTileN>(e, acc, 1);
     ptx::fence_proxy_async_shared();
     ptx::named_barrier_sync(e.barrier, 128);
     if (threadIdx.x % 128 == 0) {
@@ -829,6 +875,33 @@ __device__ __forceinline__ void finish_glu_tile(const TmaStoreEpilogue& e, const
     }
 }
 
+// Issues the kTail k-blocks from `stage` (waiting for each to land first): every first half
+// (acc[0..63]) as one wgmma group, then every second half (acc[64..127]) as another. Steps
+// stage and phase past them; kb is the first one's index.
+template <class Cfg, int kTail>
+__device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& stage, uint32_t& phase, int32_t kb,
+                                               int warpgroup, float (&acc)[Cfg::kTileN / 2]) {
+    constexpr int kHalf = Cfg::kTileN / 2;
+    constexpr uint32_t kHalfBytes = kHalf * Cfg::kBlockK * 2;
+    auto& low = reinterpret_cast<float(&)[kHalf / 2]>(acc[0]);
+    auto& high = reinterpret_cast<float(&)[kHalf / 2]>(acc[kHalf / 2]);
+    uint32_t stages[kTail];
+#pragma unroll
+    for (int t = 0; t < kTail; ++t) {
+        ptx::mbarrier_wait(&s.full[stage], phase);
+        stages[t] = stage;
+        next_stage<Cfg>(stage, phase);
+    }
+    fence_operands(acc);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int t = 0; t < kTail; ++t) issue_k_block<Cfg, kHalf>(s, stages[t], warpgroup, low, 0, kb + t > 0);
+    ptx::wgmma_commit();
+#pragma unroll
+    for (int t = 0; t < kTail; ++t) issue_k_block<Cfg, kHalf>(s, stages[t], warpgroup, high, kHalfBytes, kb + t > 0);
+    ptx::wgmma_commit();
+}
+
 // One warpgroup's main loop of a whole-width GLU tile (kGluOverlap), every k-block issued as two
 // n128 halves on acc[0..63] and acc[64..127]: no wgmma spans both, so each half is a register
 // block of its own and either can be issued while the other is read. `last`, when pending, is
@@ -836,8 +909,9 @@ __device__ __forceinline__ void finish_glu_tile(const TmaStoreEpilogue& e, const
 // then). With whole rows the tile's atom 0 is in the buffer on
 // return. `e` comes back with its alpha.
 template <class Cfg, int32_t kActivation>
-__device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, TmaStoreEpilogue& e, const TmaStoreEpilogue& last,
-                                              bool pending, bool whole, int32_t k_blocks, int warpgroup, int lane,
+__device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
+                                              TmaStoreEpilogue& e, const GluPendingTile& last, bool pending,
+                                              bool whole, int32_t k_blocks, int warpgroup, int lane,
                                               float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
                                               DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
     constexpr int kHalf = Cfg::kTileN / 2;
@@ -874,7 +948,7 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, TmaStoreEpi
         // Every earlier group is done: this retires none, but ends the pipeline stage of the
         // wgmmas on `low` before `high` is read.
         ptx::wgmma_wait<1>();
-        finish_glu_tile<kActivation, Cfg::kTileN>(last, acc);
+        finish_glu_tile<Cfg, kActivation>(s, args, d_map, warpgroup, last, acc);
         fence_operands(high);
         ptx::wgmma_fence();
 #pragma unroll
@@ -886,7 +960,10 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, TmaStoreEpi
         unreleased = kGluHeadBlocks;
         kb = kGluHeadBlocks;
     }
-    for (; kb < k_blocks - 1; ++kb) {
+    // The last kGluTailBlocks k-blocks (one if K has no more): their first halves, then their
+    // second halves, so that atom 0 is written while the second halves run.
+    const int32_t tail = k_blocks - kb >= kGluTailBlocks ? kGluTailBlocks : 1;
+    for (; kb < k_blocks - tail; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
         fence_operands(acc);
         ptx::wgmma_fence();
@@ -902,23 +979,19 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, TmaStoreEpi
         unreleased = 1;
         next_stage<Cfg>(stage, phase);
     }
-    // The last k-block: its halves finish one after the other, and atom 0 is written while the
-    // second half runs.
     e = after_main_loop<Cfg::kAlphaLoad>(e);
-    ptx::mbarrier_wait(&s.full[stage], phase);
-    fence_operands(acc);
-    ptx::wgmma_fence();
-    issue_k_block<Cfg, kHalf>(s, stage, warpgroup, low, 0, kb > 0);
-    ptx::wgmma_commit();
-    issue_k_block<Cfg, kHalf>(s, stage, warpgroup, high, kHalfBytes, kb > 0);
-    ptx::wgmma_commit();
+    const uint32_t tail_stage = stage;
+    if (tail == kGluTailBlocks) {
+        issue_glu_tail<Cfg, kGluTailBlocks>(s, stage, phase, kb, warpgroup, acc);
+    } else {
+        issue_glu_tail<Cfg, 1>(s, stage, phase, kb, warpgroup, acc);
+    }
     if (kb == 0) deferred.write();
     fence_operands(acc);
-    ptx::wgmma_wait<1>();
+    ptx::wgmma_wait<1>();  // the first halves are done
     release();
-    oldest = stage;
-    unreleased = 1;
-    next_stage<Cfg>(stage, phase);
+    oldest = tail_stage;
+    unreleased = tail;
     if (whole) {
         glu_buffer_free(e);
         write_glu_atom<kActivation, Cfg::kTileN>(e, acc, 0);
@@ -939,7 +1012,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // atoms store_passes held back, stored behind the next MMAs
-    TmaStoreEpilogue last;                     // the previous tile, if its atom 1 is pending
+    GluPendingTile last{};                     // the previous tile, if its atom 1 is pending
     bool pending = false;
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
@@ -947,7 +1020,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
         const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
         if (tile.expert < 0) {
-            if (pending) finish_glu_tile<kActivation, Cfg::kTileN>(last, acc);
+            if (pending) finish_glu_tile<Cfg, kActivation>(s, args, d_map, warpgroup, last, acc);
             finish_tma_stores(deferred);
             return;
         }
@@ -958,16 +1031,16 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
         // The pending atom is written here, in the open, unless a whole-width tile's head can
         // hide it (K of more than kGluHeadBlocks k-blocks).
         if (pending && (!full_width || k_blocks <= kGluHeadBlocks)) {
-            finish_glu_tile<kActivation, Cfg::kTileN>(last, acc);
+            finish_glu_tile<Cfg, kActivation>(s, args, d_map, warpgroup, last, acc);
             pending = false;
         }
         if (full_width) {
             TmaStoreEpilogue e = general.epilogue;
             const bool whole = rows == Cfg::kRowsPerWarpgroup;
-            glu_main_loop<Cfg, kActivation>(s, e, last, pending, whole, k_blocks, warpgroup, lane, acc, stage, phase,
-                                            deferred);
+            glu_main_loop<Cfg, kActivation>(s, args, d_map, e, last, pending, whole, k_blocks, warpgroup, lane, acc,
+                                            stage, phase, deferred);
             if (whole) {
-                last = e;
+                last = pending_tile(e);
                 pending = true;
             } else {
                 pending = false;

@@ -28,7 +28,9 @@
 #            and loads 2 + tile_q / 64 boxes of 64 columns per stage
 #   sm_90a   every grouped_gemm_sm90 kernel (a Config, or its plain-epilogue instance
 #            PlainEpilogue<Config>, one beside every kernel but dGLU's, checked as its Config)
-#            contains HGMMA and TMA loads; the warp-store kernels
+#            contains HGMMA and TMA loads; the GLU instance GluEpilogue<Config> exists for the
+#            256-wide half-tile one-CTA K-major kernel alone and issues n128 wgmmas only (no
+#            HGMMA.64x256x16), with the sigmoid's MUFU.EX2 / MUFU.RCP and TMA stores; the warp-store kernels
 #            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
 #            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; the dGLU
@@ -331,8 +333,9 @@ sm100_pair="${sm100_config}ELi2ELi[01]EE"
 sm100_kmajor="${sm100_config}ELi[12]ELi0EE"
 sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
 # ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>, or the
-# plain-epilogue instance of one, PlainEpilogue<Config<...>>, checked as its Config.
-sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
+# plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> / GluEpilogue<Config<...>>,
+# checked as its Config.
+sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
 sm90_kmajor="${sm90_config}ELi0ELi[12]EE"
 sm90_nmajor="${sm90_config}ELi1ELi[12]EE"
 sm90_single="${sm90_config}ELi[01]ELi1EE"
@@ -425,6 +428,18 @@ if disassemble sm_90a; then
     else
         fail "sm_90a: $plain_count plain-epilogue instances for $general_count kernels but dGLU's"
     fi
+    # The GLU instance: the 256-wide half-tile one-CTA K-major kernel's only, its every wgmma
+    # n128 (each half of the tile a register block of its own, never one n256 wgmma).
+    glu_instances="$(ls "$work/sm_90a" | grep 'INS0_11GluEpilogue')"
+    if [[ "$(grep -c . <<< "$glu_instances")" -eq 1 &&
+          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1EE ]]; then
+        pass "sm_90a: one GLU instance, of the 256-wide half-tile kernel"
+    else
+        fail "sm_90a: GLU instances: ${glu_instances:-none} (expected the 256-wide half-tile kernel's alone)"
+    fi
+    check_kernels sm_90a '11GluEpilogue' 'HGMMA\.64x128x16' 'MUFU\.EX2' 'MUFU\.RCP' 'UTMASTG'
+    check_absent sm_90a '11GluEpilogue' 'HGMMA\.64x256x16'
+
     for file in "$work/sm_90a"/*.sass; do
         [[ -e "$file" ]] || continue
         name="$(basename "$file" .sass)"
