@@ -788,13 +788,15 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
 // The fused GLU forward of the 256-wide kernel whose buffer is half the tile (kGluOverlap): a
 // tile's output is two atoms, atom 0 from pre-activation columns 0-127 (acc[0..63]) and atom 1
 // from columns 128-255 (acc[64..127]), and their activation runs behind the tensor cores' work
-// instead of between two tiles' MMAs. The tile's last k-block is issued in two n128 halves: once
-// the first is done, atom 0's activation runs and is written to the buffer while the second
-// half's MMAs run. The next tile's first kGluHeadBlocks k-blocks are issued in halves too:
-// columns 0-127 (acc[0..63], free once atom 0 is written), then atom 1's activation from the
-// previous tile's acc[64..127] and its write, then columns 128-255; the two atoms are then
-// stored by TMA behind those MMAs. Tiles of partly valid rows and pieces of the last round take
-// main_loop and store_passes, after the pending atom's store. Same arithmetic, same bits.
+// instead of between two tiles' MMAs. Every k-block is issued as two n128 halves. The tile's
+// last kGluTailBlocks k-blocks go as every first half, then every second half: once the first
+// halves are done, atom 0's activation runs and is written to the buffer while the second
+// halves' MMAs run. The next tile's first kGluHeadBlocks k-blocks go the same way: columns
+// 0-127 (acc[0..63], free once atom 0 is written), then atom 1's activation from the previous
+// tile's acc[64..127] and its write, then columns 128-255; the two atoms are then stored by TMA
+// behind those MMAs. A whole-width tile of partly valid rows stores through store_passes' masked
+// copies; pieces of the last round take main_loop and store_passes, after the pending atom's
+// store. Same arithmetic, same bits.
 constexpr int kGluHeadBlocks = 2;
 #ifndef GGEMM_GLU_TAIL
 #define GGEMM_GLU_TAIL 2
@@ -906,8 +908,8 @@ __device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& 
 // n128 halves on acc[0..63] and acc[64..127]: no wgmma spans both, so each half is a register
 // block of its own and either can be issued while the other is read. `last`, when pending, is
 // the previous tile, whose atom 1 is not written yet (K is more than kGluHeadBlocks k-blocks
-// then). With whole rows the tile's atom 0 is in the buffer on
-// return. `e` comes back with its alpha.
+// then). With whole rows the tile's atom 0 is in the buffer on return. `e` comes back with its
+// alpha.
 template <class Cfg, int32_t kActivation>
 __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                               TmaStoreEpilogue& e, const GluPendingTile& last, bool pending,
