@@ -182,10 +182,11 @@ struct PlainEpilogue : Cfg {
     static constexpr bool kFusedGlu = false;
 };
 
-// Whether a kernel has a GluEpilogue instance: the 256-wide one-CTA K-major kernel whose TMA-store
-// buffer is half the tile (a GLU tile's output: two atoms), one wgmma batch kept in flight.
+// Whether a kernel has a GluEpilogue instance: the one-CTA K-major kernels that fuse the GLU
+// through TMA stores (256 wide with a buffer of half the tile, 192 wide; a GLU tile's output is
+// two atoms, the second half full in the 192-wide one), one wgmma batch kept in flight.
 template <class Cfg>
-constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && Cfg::kTileN == 256 && Cfg::kStoreAtoms == 2 &&
+constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && (Cfg::kTileN == 256 || Cfg::kTileN == 192) &&
                              Cfg::kBatchesInFlight == 1;
 
 // The instance of such a kernel that compiles only the fused GLU forward (compute_glu_tiles,
@@ -194,7 +195,7 @@ constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && Cfg::kTileN == 256 && Cfg::kSt
 // Same shared memory, same tiles, same results as the general instance.
 template <class Cfg>
 struct GluEpilogue : Cfg {
-    static_assert(kGluOverlap<Cfg>, "the 256-wide half-tile kernel");
+    static_assert(kGluOverlap<Cfg>, "a kernel that fuses the GLU through TMA stores");
     static constexpr bool kGluOnly = true;
     static constexpr bool kSplitK = false;
 };
@@ -785,16 +786,16 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     }
 }
 
-// The fused GLU forward of the 256-wide kernel whose buffer is half the tile (kGluOverlap): a
-// tile's output is two atoms, atom 0 from pre-activation columns 0-127 (acc[0..63]) and atom 1
-// from columns 128-255 (acc[64..127]), and their activation runs behind the tensor cores' work
-// instead of between two tiles' MMAs. Every k-block is issued as two n128 halves. The tile's
-// last kGluTailBlocks k-blocks go as every first half, then every second half: once the first
-// halves are done, atom 0's activation runs and is written to the buffer while the second
-// halves' MMAs run. The next tile's first kGluHeadBlocks k-blocks go the same way: columns
-// 0-127 (acc[0..63], free once atom 0 is written), then atom 1's activation from the previous
-// tile's acc[64..127] and its write, then columns 128-255; the two atoms are then stored by TMA
-// behind those MMAs. A whole-width tile of partly valid rows stores through store_passes' masked
+// The fused GLU forward of the GLU instances (kGluOverlap: 256 wide with a buffer of half the
+// tile, 192 wide): a tile's output is two atoms, atom 0 from pre-activation columns 0-127
+// (acc[0..63]) and atom 1 from the rest (acc[64..], 128 or 64 columns: GluHalves), and their
+// activation runs behind the tensor cores' work instead of between two tiles' MMAs. Every
+// k-block is issued as two wgmmas, one per half. The tile's last kGluTailBlocks k-blocks go as
+// every first half, then every second half: once the first halves are done, atom 0's
+// activation runs and is written to the buffer while the second halves' MMAs run. The next
+// tile's first kGluHeadBlocks k-blocks go the same way: columns 0-127 (acc[0..63], free once
+// atom 0 is written), then atom 1's activation from the previous tile's acc[64..] and its
+// write, then the second half; the two atoms are then stored behind those MMAs. A whole-width tile of partly valid rows stores through store_passes' masked
 // copies; pieces of the last round take main_loop and store_passes, after the pending atom's
 // store. Same arithmetic, same bits.
 constexpr int kGluHeadBlocks = 2;
@@ -802,6 +803,23 @@ constexpr int kGluHeadBlocks = 2;
 #define GGEMM_GLU_TAIL 2
 #endif
 constexpr int kGluTailBlocks = GGEMM_GLU_TAIL;
+
+// The two register blocks of a GLU instance's tile, each issued as wgmmas of its own: columns
+// 0-127 (acc[0..63]: atom 0's gate and up blocks) and the rest (acc[64..]: atom 1's, 128 columns,
+// or 64 in the 192-wide kernel).
+template <class Cfg>
+struct GluHalves {
+    static constexpr int kLow = 128;
+    static constexpr int kHigh = Cfg::kTileN - kLow;
+    static constexpr uint32_t kHighOffset = kLow * Cfg::kBlockK * 2;  // K-major: B's rows 128.. of the stage
+    static_assert(kHigh == 128 || kHigh == 64, "a wgmma width");
+    __device__ __forceinline__ static float (&low(float (&acc)[Cfg::kTileN / 2]))[kLow / 2] {
+        return reinterpret_cast<float(&)[kLow / 2]>(acc[0]);
+    }
+    __device__ __forceinline__ static float (&high(float (&acc)[Cfg::kTileN / 2]))[kHigh / 2] {
+        return reinterpret_cast<float(&)[kHigh / 2]>(acc[kLow / 2]);
+    }
+};
 
 // Waits until the warpgroup's buffer is free: its earlier stores have read it.
 __device__ __forceinline__ void glu_buffer_free(const TmaStoreEpilogue& e) {
@@ -814,7 +832,7 @@ template <int32_t kActivation, int kWidth>
 __device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom) {
     AtomFragments f;
     glu_atom_fragments<kActivation, kWidth>(e, acc, atom, f);
-    write_fragments(e.buffer_addr + atom * kAtomBytes, f, kAtomColumns / 16);
+    write_fragments(e.buffer_addr + atom * kAtomBytes, f, glu_atom_pairs<kWidth>(atom));
 }
 
 // What a whole GLU tile leaves pending for the next one (its atom 1): the fields of its epilogue
@@ -832,8 +850,8 @@ __device__ __forceinline__ GluPendingTile pending_tile(const TmaStoreEpilogue& e
 }
 
 // The epilogue of a pending tile, rebuilt from its fields and the call's: what atom 1's
-// activation, write and store read (alpha, bias and its dtype, N, the activation's constants,
-// prob, the buffer, the barrier, D's map and the tile's position).
+// activation, write and store read (alpha, bias and its dtype, D and N, the activation's
+// constants, prob, the buffer, the barrier, D's map and the tile's position).
 template <class Cfg>
 __device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>& s, const KernelArgs& args,
                                                             const CUtensorMap* d_map, int warpgroup,
@@ -842,6 +860,7 @@ __device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>&
     e.t.alpha = p.alpha;
     e.t.bias = p.bias;
     e.t.bias_dtype = args.bias_dtype;
+    e.t.d = args.d;
     e.t.n = args.n;
     e.t.activation = args.activation;
     e.t.glu = args.glu;
@@ -857,36 +876,46 @@ __device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>&
 }
 
 // Writes atom 1 of a pending tile, then stores both of its atoms (boxes wholly past N/2 are not
-// issued; TMA clips the others).
+// issued; TMA clips the others). The 192-wide kernel's atom 1 is half full: a box would reach into
+// the next tile's columns, so unless D ends inside it, the warps copy it out with masked stores,
+// as store_passes does.
 template <class Cfg, int32_t kActivation>
 __device__ __forceinline__ void finish_glu_tile(SharedStorage<Cfg>& s, const KernelArgs& args,
                                                 const CUtensorMap* d_map, int warpgroup, const GluPendingTile& p,
                                                 const float (&acc)[Cfg::kTileN / 2]) {
+    constexpr int kOutColumns = Cfg::kTileN / 2;
     const TmaStoreEpilogue e = pending_epilogue<Cfg>(s, args, d_map, warpgroup, p);
+    const int32_t out_n = e.t.n / 2;
+    const int32_t out_begin = e.n_begin / 2;
+    const bool atom1_boxed = kOutColumns % kAtomColumns == 0 || out_begin + kOutColumns >= out_n;
     write_glu_atom<kActivation, Cfg::kTileN>(e, acc, 1);
+    if (!atom1_boxed) {
+        // Each warp wrote, and reads, only its own 16 rows of the atom.
+        ptx::warp_sync();
+        const int thread = threadIdx.x % 128;
+        copy_slice<__nv_bfloat16>(e.buffer_addr + kAtomBytes, e.t.d, e.row_begin, out_begin + kAtomColumns,
+                                  out_begin + kOutColumns, out_n, thread / 32, thread % 32, e.rows);
+    }
     ptx::fence_proxy_async_shared();
     ptx::named_barrier_sync(e.barrier, 128);
     if (threadIdx.x % 128 == 0) {
-        const int32_t out_n = e.t.n / 2;
-#pragma unroll
-        for (int a = 0; a < 2; ++a) {
-            const int32_t col = e.n_begin / 2 + a * kAtomColumns;
-            if (col < out_n) ptx::tma_store_2d(e.d_map, e.buffer + a * kAtomBytes, col, e.row_begin);
+        ptx::tma_store_2d(e.d_map, e.buffer, out_begin, e.row_begin);
+        if (atom1_boxed && out_begin + kAtomColumns < out_n) {
+            ptx::tma_store_2d(e.d_map, e.buffer + kAtomBytes, out_begin + kAtomColumns, e.row_begin);
         }
         ptx::tma_store_commit();
     }
 }
 
 // Issues the kTail k-blocks from `stage` (waiting for each to land first): every first half
-// (acc[0..63]) as one wgmma group, then every second half (acc[64..127]) as another. Steps
+// (acc[0..63]) as one wgmma group, then every second half (acc[64..]) as another. Steps
 // stage and phase past them; kb is the first one's index.
 template <class Cfg, int kTail>
 __device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& stage, uint32_t& phase, int32_t kb,
                                                int warpgroup, float (&acc)[Cfg::kTileN / 2]) {
-    constexpr int kHalf = Cfg::kTileN / 2;
-    constexpr uint32_t kHalfBytes = kHalf * Cfg::kBlockK * 2;
-    auto& low = reinterpret_cast<float(&)[kHalf / 2]>(acc[0]);
-    auto& high = reinterpret_cast<float(&)[kHalf / 2]>(acc[kHalf / 2]);
+    using Halves = GluHalves<Cfg>;
+    auto& low = Halves::low(acc);
+    auto& high = Halves::high(acc);
     uint32_t stages[kTail];
 #pragma unroll
     for (int t = 0; t < kTail; ++t) {
@@ -897,15 +926,17 @@ __device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& 
     fence_operands(acc);
     ptx::wgmma_fence();
 #pragma unroll
-    for (int t = 0; t < kTail; ++t) issue_k_block<Cfg, kHalf>(s, stages[t], warpgroup, low, 0, kb + t > 0);
+    for (int t = 0; t < kTail; ++t) issue_k_block<Cfg, Halves::kLow>(s, stages[t], warpgroup, low, 0, kb + t > 0);
     ptx::wgmma_commit();
 #pragma unroll
-    for (int t = 0; t < kTail; ++t) issue_k_block<Cfg, kHalf>(s, stages[t], warpgroup, high, kHalfBytes, kb + t > 0);
+    for (int t = 0; t < kTail; ++t) {
+        issue_k_block<Cfg, Halves::kHigh>(s, stages[t], warpgroup, high, Halves::kHighOffset, kb + t > 0);
+    }
     ptx::wgmma_commit();
 }
 
 // One warpgroup's main loop of a whole-width GLU tile (kGluOverlap), every k-block issued as two
-// n128 halves on acc[0..63] and acc[64..127]: no wgmma spans both, so each half is a register
+// wgmmas on acc[0..63] and acc[64..] (GluHalves): no wgmma spans both, so each half is a register
 // block of its own and either can be issued while the other is read. `last`, when pending, is
 // the previous tile, whose atom 1 is not written yet (K is more than kGluHeadBlocks k-blocks
 // then). With whole rows the tile's atom 0 is in the buffer on return. `e` comes back with its
@@ -916,10 +947,9 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
                                               bool whole, int32_t k_blocks, int warpgroup, int lane,
                                               float (&acc)[Cfg::kTileN / 2], uint32_t& stage, uint32_t& phase,
                                               DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
-    constexpr int kHalf = Cfg::kTileN / 2;
-    constexpr uint32_t kHalfBytes = kHalf * Cfg::kBlockK * 2;  // K-major: 128 rows of B further on
-    auto& low = reinterpret_cast<float(&)[kHalf / 2]>(acc[0]);
-    auto& high = reinterpret_cast<float(&)[kHalf / 2]>(acc[kHalf / 2]);
+    using Halves = GluHalves<Cfg>;
+    auto& low = Halves::low(acc);
+    auto& high = Halves::high(acc);
     // The stages issued and not yet released: `unreleased` of them from `oldest`.
     uint32_t oldest = stage;
     int32_t unreleased = 0;
@@ -944,7 +974,7 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
         ptx::wgmma_fence();
 #pragma unroll
         for (int h = 0; h < kGluHeadBlocks; ++h) {
-            issue_k_block<Cfg, kHalf>(s, head_stages[h], warpgroup, low, 0, h > 0);
+            issue_k_block<Cfg, Halves::kLow>(s, head_stages[h], warpgroup, low, 0, h > 0);
         }
         ptx::wgmma_commit();
         // Every earlier group is done: this retires none, but ends the pipeline stage of the
@@ -955,7 +985,7 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
         ptx::wgmma_fence();
 #pragma unroll
         for (int h = 0; h < kGluHeadBlocks; ++h) {
-            issue_k_block<Cfg, kHalf>(s, head_stages[h], warpgroup, high, kHalfBytes, h > 0);
+            issue_k_block<Cfg, Halves::kHigh>(s, head_stages[h], warpgroup, high, Halves::kHighOffset, h > 0);
         }
         ptx::wgmma_commit();
         fence_operands(acc);
@@ -969,8 +999,8 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
         ptx::mbarrier_wait(&s.full[stage], phase);
         fence_operands(acc);
         ptx::wgmma_fence();
-        issue_k_block<Cfg, kHalf>(s, stage, warpgroup, low, 0, kb > 0);
-        issue_k_block<Cfg, kHalf>(s, stage, warpgroup, high, kHalfBytes, kb > 0);
+        issue_k_block<Cfg, Halves::kLow>(s, stage, warpgroup, low, 0, kb > 0);
+        issue_k_block<Cfg, Halves::kHigh>(s, stage, warpgroup, high, Halves::kHighOffset, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();  // atoms an earlier piece's store_passes held back
         fence_operands(acc);
@@ -1004,8 +1034,8 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
 }
 
 // The tile loop of a fused GLU call in a kGluOverlap kernel (unsplit K). Its whole-width tiles
-// never issue an n256 wgmma (glu_main_loop); pieces of the last round issue n128 or n64 on
-// acc[0..63] (run_tile), after the pending atom's store.
+// never issue a wgmma over the whole tile (glu_main_loop); pieces of the last round issue n128
+// or n64 on acc[0..63] (run_tile), after the pending atom's store.
 template <class Cfg, int32_t kActivation>
 __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
                                                   const CUtensorMap* d_map, int warpgroup) {
@@ -1056,12 +1086,15 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
             continue;
         }
         const GluTmaStoreOutput<Cfg::kStoreAtoms, kActivation, Cfg::kAlphaLoad> output{general.epilogue};
-        if (tile.n_width == 128) {
-            run_tile<Cfg, 128>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false, deferred);
-        } else {
-            run_tile<Cfg, kPieceColumns>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false,
-                                         deferred);
+        if constexpr (Cfg::kTileN == 256) {
+            if (tile.n_width == 128) {
+                run_tile<Cfg, 128>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false,
+                                   deferred);
+                continue;
+            }
         }
+        run_tile<Cfg, kPieceColumns>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false,
+                                     deferred);
     }
 }
 

@@ -126,13 +126,10 @@ void check_glu_host_case(const HostCase& host_case) {
 
 void check_glu_case(const CaseConfig& config) { check_glu_host_case(make_case(config)); }
 
-// The kernel with a GLU instance (GluEpilogue), which a call with an activation and K unsplit runs.
-constexpr const char* kGluInstanceKernel = "sm90_tmastore_halves_128x256x64_s4";
-
 // A bf16 D without C, any bias: the TMA-store kernel named by `tma_kernel` (a full name) against
 // the reference, both schedulers and discrete weights bitwise equal to it, and bitwise equal to
-// the 192-wide warp-store kernel's run of the same inputs (the same arithmetic in the same order);
-// for kGluInstanceKernel, also to its general instance's run.
+// the 192-wide warp-store kernel's run of the same inputs (the same arithmetic in the same order),
+// and to the TMA-store kernel's general instance (the call runs its GLU instance, GluEpilogue).
 void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     const CaseConfig& config = host_case.config;
     REQUIRE(config.d_dtype == GGEMM_DTYPE_BF16);
@@ -158,7 +155,7 @@ void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     const DeviceOutputs dense = check_three_runs(host_case, problem, reference, buffers, stream, what, name + " ",
                                                  &summary);
     same_bits(what + " " + name + " vs warp stores", dense, by_warps);
-    if (name == kGluInstanceKernel) {
+    {
         // The call ran the kernel's GLU instance; its general instance must give the same bits.
         ScopedGeneralInstance general;
         const DeviceOutputs by_general = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
@@ -167,7 +164,7 @@ void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     MESSAGE(what << " " << name << ": " << summary << "; bitwise equal to the warp stores");
 }
 
-constexpr const char* kTmaGluKernels[] = {kGluInstanceKernel, "sm90_tmastore_whole_128x192x64_s4"};
+constexpr const char* kTmaGluKernels[] = {"sm90_tmastore_halves_128x256x64_s4", "sm90_tmastore_whole_128x192x64_s4"};
 
 }  // namespace
 
@@ -358,15 +355,17 @@ TEST_CASE("fused GLU through TMA stores: pieces of the last round") {
     }
 }
 
-TEST_CASE("fused GLU instance: many tiles per SM, K of 1 to 16 k-blocks, valid-row counts") {
+TEST_CASE("fused GLU instances: many tiles per SM, K of 1 to 16 k-blocks, valid-row counts") {
     // Each tile's activation runs behind the next tile's first MMAs when K is more than two
-    // k-blocks, and in the open before them otherwise. M = 8192, N = 1536: 384 tiles of 256 on
-    // 132 SMs, about three per SM, with one expert empty.
+    // k-blocks, and in the open before them otherwise. M = 8192, N = 1536: 384 tiles of 256 or
+    // 512 of 192 on 132 SMs, three or four per SM, with one expert empty.
     std::size_t index = 0;
     for (const int64_t k : {64, 128, 192, 1000}) {
-        for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
+        for (const char* kernel : kTmaGluKernels) {
+            // Each kernel: both activations over the K values, with and without bias.
+            const int32_t activation = index / 2 % 2 ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
             CaseConfig config = glu_config("glu instance", activation, 8, 1536, k, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
-                                           index % 2 ? GGEMM_DTYPE_FP32 : GGEMM_DTYPE_NONE, false,
+                                           index % 3 == 0 ? GGEMM_DTYPE_FP32 : GGEMM_DTYPE_NONE, false,
                                            mix_seed(9870, index));
             ++index;
             config.c_buffer_when_unused = true;
@@ -374,28 +373,33 @@ TEST_CASE("fused GLU instance: many tiles per SM, K of 1 to 16 k-blocks, valid-r
             config.offsets = {1024, 2048, 2048, 3072, 4096, 5120, 6144, 8192};  // expert 2 empty
             config.fixed_m = 8192;
             config.sampled_rows_per_expert = 32;
-            check_glu_tma_case(kGluInstanceKernel, make_case(config));
+            check_glu_tma_case(kernel, make_case(config));
         }
     }
-    // 24 experts of 512 rows, N = 1024: 384 tiles, whole and partly valid warpgroups one after
-    // the other on the same SM (a partly valid one takes the masked copies, after the previous
-    // tile's pending atom is stored behind its MMAs).
+    // 24 experts of 512 rows, N = 1024 (N = 1152 in tiles of 192: the last tile of a row ends
+    // inside its second atom): whole and partly valid warpgroups one after the other on the same
+    // SM (a partly valid one takes the masked copies, after the previous tile's pending atom is
+    // stored behind its MMAs).
     const int32_t pattern[] = {512, 300, 65, 64, 0, 1, 511, 256};
-    CaseConfig config = glu_config("glu instance counts", GGEMM_ACTIVATION_SWIGLU, 24, 1024, 200, GGEMM_DTYPE_BF16,
-                                   GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, false, mix_seed(9880, 0));
-    config.c_buffer_when_unused = true;
-    config.layout = RowLayout::kExplicit;
-    std::vector<int32_t> counts;
-    for (int32_t g = 0; g < 24; ++g) {
-        config.offsets.push_back(512 * (g + 1));
-        counts.push_back(pattern[g % 8]);
+    for (const char* kernel : kTmaGluKernels) {
+        const bool wide = std::string(kernel) == kTmaGluKernels[0];
+        CaseConfig config = glu_config("glu instance counts", GGEMM_ACTIVATION_SWIGLU, 24, wide ? 1024 : 1152, 200,
+                                       GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, false,
+                                       mix_seed(9880, wide ? 0 : 1));
+        config.c_buffer_when_unused = true;
+        config.layout = RowLayout::kExplicit;
+        std::vector<int32_t> counts;
+        for (int32_t g = 0; g < 24; ++g) {
+            config.offsets.push_back(512 * (g + 1));
+            counts.push_back(pattern[g % 8]);
+        }
+        config.fixed_m = 512 * 24;
+        config.sampled_rows_per_expert = 32;
+        HostCase host_case = make_case(config);
+        host_case.valid_rows = counts;
+        REQUIRE(valid_rows_violations(host_case.problem()) == 0u);
+        check_glu_tma_case(kernel, host_case);
     }
-    config.fixed_m = 512 * 24;
-    config.sampled_rows_per_expert = 32;
-    HostCase host_case = make_case(config);
-    host_case.valid_rows = counts;
-    REQUIRE(valid_rows_violations(host_case.problem()) == 0u);
-    check_glu_tma_case(kGluInstanceKernel, host_case);
 }
 
 TEST_CASE("fused GLU through TMA stores: valid-row counts (partly valid warpgroups copy with masked stores)") {
@@ -443,20 +447,24 @@ TEST_CASE("sanitizer: fused GLU through TMA stores, small cases, N tails and cou
     }
 }
 
-TEST_CASE("sanitizer: fused GLU instance, several tiles per SM") {
-    // M = 6144, N = 1536: 288 tiles of 256 on 132 SMs; the second round's tiles take the first
-    // round's pending atoms behind their MMAs (K = 192: three k-blocks), and some warpgroups are
-    // partly valid.
-    CaseConfig config = glu_config("san glu instance", GGEMM_ACTIVATION_CLAMPED_GEGLU, 6, 1536, 192,
-                                   GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32, false, 9960);
-    config.c_buffer_when_unused = true;
-    config.layout = RowLayout::kExplicit;
-    config.offsets = {1024, 2048, 3072, 4096, 5120, 6144};
-    config.fixed_m = 6144;
-    config.sampled_rows_per_expert = 16;
-    HostCase host_case = make_case(config);
-    host_case.valid_rows = {1024, 700, 1024, 65, 1024, 1000};
-    check_glu_tma_case(kGluInstanceKernel, host_case);
+TEST_CASE("sanitizer: fused GLU instances, several tiles per SM") {
+    // M = 6144, N = 1536 (1344 in tiles of 192: the last tile of a row ends inside its second
+    // atom): 288 or 336 tiles on 132 SMs; the second round's tiles take the first round's pending
+    // atoms behind their MMAs (K = 192: three k-blocks), and some warpgroups are partly valid.
+    for (const char* kernel : kTmaGluKernels) {
+        const bool wide = std::string(kernel) == kTmaGluKernels[0];
+        CaseConfig config = glu_config("san glu instance", GGEMM_ACTIVATION_CLAMPED_GEGLU, 6, wide ? 1536 : 1344,
+                                       192, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32, false,
+                                       wide ? 9960 : 9961);
+        config.c_buffer_when_unused = true;
+        config.layout = RowLayout::kExplicit;
+        config.offsets = {1024, 2048, 3072, 4096, 5120, 6144};
+        config.fixed_m = 6144;
+        config.sampled_rows_per_expert = 16;
+        HostCase host_case = make_case(config);
+        host_case.valid_rows = {1024, 700, 1024, 65, 1024, 1000};
+        check_glu_tma_case(kernel, host_case);
+    }
 }
 
 TEST_CASE("sanitizer: fused GLU, small cases, dense and discrete, both activations") {
