@@ -182,11 +182,12 @@ struct PlainEpilogue : Cfg {
     static constexpr bool kFusedGlu = false;
 };
 
-// Whether a kernel has a GluEpilogue instance: the one-CTA K-major kernels that fuse the GLU
-// through TMA stores (256 wide with a buffer of half the tile, 192 wide; a GLU tile's output is
-// two atoms, the second half full in the 192-wide one), one wgmma batch kept in flight.
+// Whether a kernel has a GluEpilogue instance: the 256-wide one-CTA K-major kernel whose
+// TMA-store buffer is half the tile (a GLU tile's output: two atoms), one wgmma batch kept in
+// flight. (The 192-wide kernel's, its tile as n128 + n64 wgmmas, measured 0.996x its general
+// instance on gpt-oss's fc1: docs/PERFORMANCE.md.)
 template <class Cfg>
-constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && (Cfg::kTileN == 256 || Cfg::kTileN == 192) &&
+constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && Cfg::kTileN == 256 && Cfg::kStoreAtoms == 2 &&
                              Cfg::kBatchesInFlight == 1;
 
 // The instance of such a kernel that compiles only the fused GLU forward (compute_glu_tiles,
@@ -195,7 +196,7 @@ constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && (Cfg::kTileN == 256 || Cfg::kT
 // Same shared memory, same tiles, same results as the general instance.
 template <class Cfg>
 struct GluEpilogue : Cfg {
-    static_assert(kGluOverlap<Cfg>, "a kernel that fuses the GLU through TMA stores");
+    static_assert(kGluOverlap<Cfg>, "the 256-wide half-tile kernel");
     static constexpr bool kGluOnly = true;
     static constexpr bool kSplitK = false;
 };
@@ -786,33 +787,29 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     }
 }
 
-// The fused GLU forward of the GLU instances (kGluOverlap: 256 wide with a buffer of half the
-// tile, 192 wide): a tile's output is two atoms, atom 0 from pre-activation columns 0-127
-// (acc[0..63]) and atom 1 from the rest (acc[64..], 128 or 64 columns: GluHalves), and their
-// activation runs behind the tensor cores' work instead of between two tiles' MMAs. Every
-// k-block is issued as two wgmmas, one per half. The tile's last kGluTailBlocks k-blocks go as
-// every first half, then every second half: once the first halves are done, atom 0's
-// activation runs and is written to the buffer while the second halves' MMAs run. The next
-// tile's first kGluHeadBlocks k-blocks go the same way: columns 0-127 (acc[0..63], free once
-// atom 0 is written), then atom 1's activation from the previous tile's acc[64..] and its
-// write, then the second half; the two atoms are then stored behind those MMAs. A whole-width tile of partly valid rows stores through store_passes' masked
-// copies; pieces of the last round take main_loop and store_passes, after the pending atom's
-// store. Same arithmetic, same bits.
+// The fused GLU forward of the GLU instance (kGluOverlap): a tile's output is two atoms, atom 0
+// from pre-activation columns 0-127 (acc[0..63]) and atom 1 from columns 128-255 (acc[64..127]),
+// and their activation runs behind the tensor cores' work instead of between two tiles' MMAs.
+// Every k-block is issued as two n128 wgmmas, one per half (GluHalves). The tile's last
+// kGluTailBlocks k-blocks go as every first half, then every second half: once the first halves
+// are done, atom 0's activation runs and is written to the buffer while the second halves' MMAs
+// run. The next tile's first kGluHeadBlocks k-blocks go the same way: columns 0-127 (acc[0..63],
+// free once atom 0 is written), then atom 1's activation from the previous tile's acc[64..127]
+// and its write, then columns 128-255; the two atoms are then stored by TMA behind those MMAs.
+// A whole-width tile of partly valid rows stores through store_passes' masked copies; pieces of
+// the last round take main_loop and store_passes, after the pending atom's store. Same
+// arithmetic, same bits.
 constexpr int kGluHeadBlocks = 2;
-#ifndef GGEMM_GLU_TAIL
-#define GGEMM_GLU_TAIL 2
-#endif
-constexpr int kGluTailBlocks = GGEMM_GLU_TAIL;
+constexpr int kGluTailBlocks = 2;
 
 // The two register blocks of a GLU instance's tile, each issued as wgmmas of its own: columns
-// 0-127 (acc[0..63]: atom 0's gate and up blocks) and the rest (acc[64..]: atom 1's, 128 columns,
-// or 64 in the 192-wide kernel).
+// 0-127 (acc[0..63]: atom 0's gate and up blocks) and 128-255 (acc[64..127]: atom 1's).
 template <class Cfg>
 struct GluHalves {
     static constexpr int kLow = 128;
     static constexpr int kHigh = Cfg::kTileN - kLow;
     static constexpr uint32_t kHighOffset = kLow * Cfg::kBlockK * 2;  // K-major: B's rows 128.. of the stage
-    static_assert(kHigh == 128 || kHigh == 64, "a wgmma width");
+    static_assert(kHigh == 128, "two n128 halves");
     __device__ __forceinline__ static float (&low(float (&acc)[Cfg::kTileN / 2]))[kLow / 2] {
         return reinterpret_cast<float(&)[kLow / 2]>(acc[0]);
     }
@@ -850,8 +847,8 @@ __device__ __forceinline__ GluPendingTile pending_tile(const TmaStoreEpilogue& e
 }
 
 // The epilogue of a pending tile, rebuilt from its fields and the call's: what atom 1's
-// activation, write and store read (alpha, bias and its dtype, D and N, the activation's
-// constants, prob, the buffer, the barrier, D's map and the tile's position).
+// activation, write and store read (alpha, bias and its dtype, N, the activation's constants,
+// prob, the buffer, the barrier, D's map and the tile's position).
 template <class Cfg>
 __device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>& s, const KernelArgs& args,
                                                             const CUtensorMap* d_map, int warpgroup,
@@ -860,7 +857,6 @@ __device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>&
     e.t.alpha = p.alpha;
     e.t.bias = p.bias;
     e.t.bias_dtype = args.bias_dtype;
-    e.t.d = args.d;
     e.t.n = args.n;
     e.t.activation = args.activation;
     e.t.glu = args.glu;
@@ -875,32 +871,21 @@ __device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>&
     return e;
 }
 
-// Writes atom 1 of a pending tile, then stores both of its atoms (boxes wholly past N/2 are not
-// issued; TMA clips the others). The 192-wide kernel's atom 1 is half full: a box would reach into
-// the next tile's columns, so unless D ends inside it, the warps copy it out with masked stores,
-// as store_passes does.
+// Writes atom 1 of a pending tile, then stores both of its atoms (a box wholly past N/2 is not
+// issued; TMA clips the other).
 template <class Cfg, int32_t kActivation>
 __device__ __forceinline__ void finish_glu_tile(SharedStorage<Cfg>& s, const KernelArgs& args,
                                                 const CUtensorMap* d_map, int warpgroup, const GluPendingTile& p,
                                                 const float (&acc)[Cfg::kTileN / 2]) {
-    constexpr int kOutColumns = Cfg::kTileN / 2;
     const TmaStoreEpilogue e = pending_epilogue<Cfg>(s, args, d_map, warpgroup, p);
     const int32_t out_n = e.t.n / 2;
     const int32_t out_begin = e.n_begin / 2;
-    const bool atom1_boxed = kOutColumns % kAtomColumns == 0 || out_begin + kOutColumns >= out_n;
     write_glu_atom<kActivation, Cfg::kTileN>(e, acc, 1);
-    if (!atom1_boxed) {
-        // Each warp wrote, and reads, only its own 16 rows of the atom.
-        ptx::warp_sync();
-        const int thread = threadIdx.x % 128;
-        copy_slice<__nv_bfloat16>(e.buffer_addr + kAtomBytes, e.t.d, e.row_begin, out_begin + kAtomColumns,
-                                  out_begin + kOutColumns, out_n, thread / 32, thread % 32, e.rows);
-    }
     ptx::fence_proxy_async_shared();
     ptx::named_barrier_sync(e.barrier, 128);
     if (threadIdx.x % 128 == 0) {
         ptx::tma_store_2d(e.d_map, e.buffer, out_begin, e.row_begin);
-        if (atom1_boxed && out_begin + kAtomColumns < out_n) {
+        if (out_begin + kAtomColumns < out_n) {
             ptx::tma_store_2d(e.d_map, e.buffer + kAtomBytes, out_begin + kAtomColumns, e.row_begin);
         }
         ptx::tma_store_commit();
@@ -908,7 +893,7 @@ __device__ __forceinline__ void finish_glu_tile(SharedStorage<Cfg>& s, const Ker
 }
 
 // Issues the kTail k-blocks from `stage` (waiting for each to land first): every first half
-// (acc[0..63]) as one wgmma group, then every second half (acc[64..]) as another. Steps
+// (acc[0..63]) as one wgmma group, then every second half (acc[64..127]) as another. Steps
 // stage and phase past them; kb is the first one's index.
 template <class Cfg, int kTail>
 __device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& stage, uint32_t& phase, int32_t kb,
@@ -936,7 +921,7 @@ __device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& 
 }
 
 // One warpgroup's main loop of a whole-width GLU tile (kGluOverlap), every k-block issued as two
-// wgmmas on acc[0..63] and acc[64..] (GluHalves): no wgmma spans both, so each half is a register
+// n128 wgmmas on acc[0..63] and acc[64..127] (GluHalves): no wgmma spans both, so each half is a register
 // block of its own and either can be issued while the other is read. `last`, when pending, is
 // the previous tile, whose atom 1 is not written yet (K is more than kGluHeadBlocks k-blocks
 // then). With whole rows the tile's atom 0 is in the buffer on return. `e` comes back with its
@@ -1034,8 +1019,8 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
 }
 
 // The tile loop of a fused GLU call in a kGluOverlap kernel (unsplit K). Its whole-width tiles
-// never issue a wgmma over the whole tile (glu_main_loop); pieces of the last round issue n128
-// or n64 on acc[0..63] (run_tile), after the pending atom's store.
+// never issue an n256 wgmma (glu_main_loop); pieces of the last round issue n128 or n64 on
+// acc[0..63] (run_tile), after the pending atom's store.
 template <class Cfg, int32_t kActivation>
 __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
                                                   const CUtensorMap* d_map, int warpgroup) {
@@ -1086,15 +1071,12 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
             continue;
         }
         const GluTmaStoreOutput<Cfg::kStoreAtoms, kActivation, Cfg::kAlphaLoad> output{general.epilogue};
-        if constexpr (Cfg::kTileN == 256) {
-            if (tile.n_width == 128) {
-                run_tile<Cfg, 128>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false,
-                                   deferred);
-                continue;
-            }
+        if (tile.n_width == 128) {
+            run_tile<Cfg, 128>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false, deferred);
+        } else {
+            run_tile<Cfg, kPieceColumns>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false,
+                                         deferred);
         }
-        run_tile<Cfg, kPieceColumns>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false,
-                                     deferred);
     }
 }
 

@@ -29,9 +29,9 @@
 #   sm_90a   every grouped_gemm_sm90 kernel (a Config, or its plain-epilogue instance
 #            PlainEpilogue<Config>, one beside every kernel but dGLU's, checked as its Config)
 #            contains HGMMA and TMA loads; the GLU instance GluEpilogue<Config> exists for the
-#            256-wide half-tile and the 192-wide TMA-store kernels (one CTA, K-major) alone and
-#            issues n128 (and, 192 wide, n64) wgmmas only, never HGMMA.64x256x16 or .64x192x16,
-#            with the sigmoid's MUFU.EX2 / MUFU.RCP and TMA stores; the warp-store kernels
+#            256-wide half-tile one-CTA K-major kernel alone and issues no HGMMA.64x256x16 (its
+#            tiles are two n128 blocks), with the sigmoid's MUFU.EX2 / MUFU.RCP and TMA stores;
+#            the warp-store kernels
 #            the epilogue's shared-memory slices and 16-byte global stores (STS, LDS.128,
 #            STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
 #            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; the dGLU
@@ -429,20 +429,17 @@ if disassemble sm_90a; then
     else
         fail "sm_90a: $plain_count plain-epilogue instances for $general_count kernels but dGLU's"
     fi
-    # The GLU instances: the one-CTA K-major kernels' that fuse the GLU through TMA stores (256
-    # wide with a buffer of half the tile, 192 wide), each tile as two register blocks issued as
-    # n128 and n128 / n64 wgmmas, never one wgmma over the whole tile.
+    # The GLU instance: the 256-wide half-tile one-CTA K-major kernel's only, its every
+    # whole-width tile two n128 register blocks (never one n256 wgmma).
     glu_instances="$(ls "$work/sm_90a" | grep 'INS0_11GluEpilogue')"
-    if [[ "$(grep -c . <<< "$glu_instances")" -eq 2 &&
-          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1EE &&
-          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi192ELi4ELNS0_6OutputE1ELi192ELi0ELi1EE ]]; then
-        pass "sm_90a: two GLU instances, of the 256-wide half-tile and 192-wide TMA-store kernels"
+    if [[ "$(grep -c . <<< "$glu_instances")" -eq 1 &&
+          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1EE ]]; then
+        pass "sm_90a: one GLU instance, of the 256-wide half-tile kernel"
     else
-        fail "sm_90a: GLU instances: ${glu_instances:-none} (expected the 256-wide half-tile and 192-wide TMA-store kernels')"
+        fail "sm_90a: GLU instances: ${glu_instances:-none} (expected the 256-wide half-tile kernel's alone)"
     fi
     check_kernels sm_90a '11GluEpilogue' 'HGMMA\.64x128x16' 'MUFU\.EX2' 'MUFU\.RCP' 'UTMASTG'
-    check_kernels sm_90a '11GluEpilogueINS0_6ConfigILi192' 'HGMMA\.64x64x16'
-    check_absent sm_90a '11GluEpilogue' 'HGMMA\.64x256x16' 'HGMMA\.64x192x16'
+    check_absent sm_90a '11GluEpilogue' 'HGMMA\.64x256x16'
 
     for file in "$work/sm_90a"/*.sass; do
         [[ -e "$file" ]] || continue
