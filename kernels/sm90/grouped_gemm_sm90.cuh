@@ -545,15 +545,11 @@ struct TmaStoreOutput {
 
 // One warpgroup's fused GLU of a tile through TMA stores, its activation known at compile time.
 template <int kStoreAtoms, int32_t kActivation, AlphaLoad kAlphaLoad>
-struct GluTmaStoreOutput {
-    static constexpr bool kLoadsDuringMainLoop = false;
-    TmaStoreEpilogue epilogue;
-    __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
-    __device__ __forceinline__ void after_first_batch() const {}
+struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral, kAlphaLoad> {
     template <int kWidth, int kDeferAtoms>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], DeferredAtoms<kDeferAtoms>& deferred) const {
         store_passes<EpilogueValue::kScaledByProb, float, kActivation, kWidth, kStoreAtoms>(
-            after_main_loop<kAlphaLoad>(epilogue), acc, deferred);
+            after_main_loop<kAlphaLoad>(this->epilogue), acc, deferred);
     }
 };
 
@@ -892,31 +888,43 @@ __device__ __forceinline__ void finish_glu_tile(SharedStorage<Cfg>& s, const Ker
     }
 }
 
-// Issues the kTail k-blocks from `stage` (waiting for each to land first): every first half
-// (acc[0..63]) as one wgmma group, then every second half (acc[64..127]) as another. Steps
-// stage and phase past them; kb is the first one's index.
-template <class Cfg, int kTail>
-__device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& stage, uint32_t& phase, int32_t kb,
-                                               int warpgroup, float (&acc)[Cfg::kTileN / 2]) {
-    using Halves = GluHalves<Cfg>;
-    auto& low = Halves::low(acc);
-    auto& high = Halves::high(acc);
-    uint32_t stages[kTail];
+// Waits for the next kCount stages to land, records them in `stages` and steps stage and phase
+// past them. The head and the tail wait for all of theirs before their first wgmma: a wait
+// between two wgmmas would be a branch inside their pipeline stage, and ptxas would serialize
+// every wgmma of the kernel.
+template <class Cfg, int kCount>
+__device__ __forceinline__ void wait_stages(SharedStorage<Cfg>& s, uint32_t& stage, uint32_t& phase,
+                                            uint32_t (&stages)[kCount]) {
 #pragma unroll
-    for (int t = 0; t < kTail; ++t) {
+    for (int t = 0; t < kCount; ++t) {
         ptx::mbarrier_wait(&s.full[stage], phase);
         stages[t] = stage;
         next_stage<Cfg>(stage, phase);
     }
+}
+
+// Issues one half (kWidth columns, B from b_offset) of each k-block in `stages`, the first of
+// which is k-block kb of the tile.
+template <class Cfg, int kWidth, int kCount>
+__device__ __forceinline__ void issue_half(SharedStorage<Cfg>& s, const uint32_t (&stages)[kCount], int warpgroup,
+                                           float (&half)[kWidth / 2], uint32_t b_offset, int32_t kb) {
+#pragma unroll
+    for (int t = 0; t < kCount; ++t) issue_k_block<Cfg, kWidth>(s, stages[t], warpgroup, half, b_offset, kb + t > 0);
+}
+
+// Issues the kTail k-blocks from `stage`, kb the first one's index: every first half
+// (acc[0..63]) as one wgmma group, then every second half (acc[64..127]) as another.
+template <class Cfg, int kTail>
+__device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& stage, uint32_t& phase, int32_t kb,
+                                               int warpgroup, float (&acc)[Cfg::kTileN / 2]) {
+    using Halves = GluHalves<Cfg>;
+    uint32_t stages[kTail];
+    wait_stages<Cfg>(s, stage, phase, stages);
     fence_operands(acc);
     ptx::wgmma_fence();
-#pragma unroll
-    for (int t = 0; t < kTail; ++t) issue_k_block<Cfg, Halves::kLow>(s, stages[t], warpgroup, low, 0, kb + t > 0);
+    issue_half<Cfg, Halves::kLow>(s, stages, warpgroup, Halves::low(acc), 0, kb);
     ptx::wgmma_commit();
-#pragma unroll
-    for (int t = 0; t < kTail; ++t) {
-        issue_k_block<Cfg, Halves::kHigh>(s, stages[t], warpgroup, high, Halves::kHighOffset, kb + t > 0);
-    }
+    issue_half<Cfg, Halves::kHigh>(s, stages, warpgroup, Halves::high(acc), Halves::kHighOffset, kb);
     ptx::wgmma_commit();
 }
 
@@ -946,21 +954,11 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
     };
     int32_t kb = 0;
     if (pending) {
-        // The head's stages are waited for first: a wait between two wgmmas would be a branch
-        // inside their pipeline stage, and ptxas would serialize every wgmma of the kernel.
         uint32_t head_stages[kGluHeadBlocks];
-#pragma unroll
-        for (int h = 0; h < kGluHeadBlocks; ++h) {
-            ptx::mbarrier_wait(&s.full[stage], phase);
-            head_stages[h] = stage;
-            next_stage<Cfg>(stage, phase);
-        }
+        wait_stages<Cfg>(s, stage, phase, head_stages);
         fence_operands(low);
         ptx::wgmma_fence();
-#pragma unroll
-        for (int h = 0; h < kGluHeadBlocks; ++h) {
-            issue_k_block<Cfg, Halves::kLow>(s, head_stages[h], warpgroup, low, 0, h > 0);
-        }
+        issue_half<Cfg, Halves::kLow>(s, head_stages, warpgroup, low, 0, 0);
         ptx::wgmma_commit();
         // Every earlier group is done: this retires none, but ends the pipeline stage of the
         // wgmmas on `low` before `high` is read.
@@ -968,10 +966,7 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
         finish_glu_tile<Cfg, kActivation>(s, args, d_map, warpgroup, last, acc);
         fence_operands(high);
         ptx::wgmma_fence();
-#pragma unroll
-        for (int h = 0; h < kGluHeadBlocks; ++h) {
-            issue_k_block<Cfg, Halves::kHigh>(s, head_stages[h], warpgroup, high, Halves::kHighOffset, h > 0);
-        }
+        issue_half<Cfg, Halves::kHigh>(s, head_stages, warpgroup, high, Halves::kHighOffset, 0);
         ptx::wgmma_commit();
         fence_operands(acc);
         unreleased = kGluHeadBlocks;
@@ -1070,7 +1065,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
             skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
             continue;
         }
-        const GluTmaStoreOutput<Cfg::kStoreAtoms, kActivation, Cfg::kAlphaLoad> output{general.epilogue};
+        const GluTmaStoreOutput<Cfg::kStoreAtoms, kActivation, Cfg::kAlphaLoad> output{general};
         if (tile.n_width == 128) {
             run_tile<Cfg, 128>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage, phase, false, deferred);
         } else {
