@@ -63,8 +63,9 @@ struct KernelVariant {
     // dGLU through TMA: the saved pre-activation (bf16) is loaded into the output buffer by TMA and
     // d_pre (bf16, no C) leaves from it by TMA. Such a kernel serves dGLU only.
     bool tma_dglu = false;
-    // Whether a fused GLU forward with K unsplit runs its GLU instance, whose tiles' activation
-    // runs behind the next tile's first MMAs (kernels/sm90/grouped_gemm_sm90.cuh, GluEpilogue).
+    // Whether a fused GLU forward with K unsplit runs its GLU instance, which computes a tile's
+    // activation while the tensor cores run its last and the next tile's first k-blocks
+    // (kernels/sm90/grouped_gemm_sm90.cuh, GluEpilogue).
     bool glu_instance = false;
 };
 

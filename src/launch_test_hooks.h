@@ -12,9 +12,9 @@ unsigned long long driver_launch_fallbacks() noexcept;
 // without the entry points would take).
 void force_runtime_launch(bool force) noexcept;
 
-// While set, a call with the plain epilogue launches its SM90 variant's general kernel instance
-// instead of the plain one (kernels/sm90/grouped_gemm_sm90.cuh, PlainEpilogue), so that tests can
-// compare the two.
+// While set, a call with the plain epilogue or a fused GLU launches its SM90 variant's general
+// kernel instance instead of the plain or GLU one (kernels/sm90/grouped_gemm_sm90.cuh,
+// PlainEpilogue, GluEpilogue), so that tests can compare them.
 void force_general_instance(bool force) noexcept;
 
 }  // namespace ggemm

@@ -200,12 +200,12 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     } else {
         appendf(&text, "output: D stored by TMA from a tile buffer in shared memory\n");
     }
-    // SM90's plain-epilogue kernel instances (src/variants_sm90.cu): which calls run them.
+    // SM90's plain-epilogue and GLU kernel instances (src/variants_sm90.cu): which calls run them.
     if (variant.arch == 90 && !variant.tma_dglu) {
         if (variant.glu_instance && desc.activation != GGEMM_ACTIVATION_NONE) {
             appendf(&text,
-                    "kernel instance: %sthe GLU instance (each tile's activation computed behind the next tile's "
-                    "first MMAs, compiled alone)%s\n",
+                    "kernel instance: %sthe GLU instance (each tile's activation computed while the tensor cores run "
+                    "its last and the next tile's first k-blocks, compiled alone)%s\n",
                     plan.k_splits > 1 ? "calls with K whole (M past the split rows) run " : "",
                     plan.k_splits > 1 ? "; other calls the general one" : "");
         } else if (!plain_output(desc.generate_c != 0, desc.d_dtype, desc.activation, desc.glu_backward,
