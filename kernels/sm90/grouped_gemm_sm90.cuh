@@ -577,6 +577,14 @@ __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t 
     return valid < 0 ? 0 : (valid > rows ? rows : valid);
 }
 
+// A TMA-store epilogue's warpgroup fields: its output buffer and the named barrier that guards it.
+template <class Cfg>
+__device__ __forceinline__ void set_output_buffer(SharedStorage<Cfg>& s, int warpgroup, TmaStoreEpilogue& e) {
+    e.buffer = s.output.d_tile[warpgroup];
+    e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+    e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+}
+
 // The per-tile epilogue state of one warpgroup, in the variant's output design. Its global reads
 // are issued when the tile starts, so their latency hides behind the main loop.
 template <class Cfg, TileLoop kLoop>
@@ -608,9 +616,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         TmaStoreEpilogue e;
         e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
         e.prob = prob;
-        e.buffer = s.output.d_tile[warpgroup];
-        e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
-        e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+        set_output_buffer(s, warpgroup, e);
         e.row_begin = row_begin;
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
@@ -722,6 +728,17 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     }
 }
 
+// The math warpgroups' i-th tile: waits until the producer has published it in the ring, reads
+// it and releases its slot.
+template <class Cfg>
+__device__ __forceinline__ TileCoord take_tile(SharedStorage<Cfg>& s, uint32_t i, int lane) {
+    const uint32_t slot = i % Cfg::kTileRing;
+    ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
+    const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
+    if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
+    return tile;
+}
+
 template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
                                               const CUtensorMap* d_map, const CUtensorMap* pre_map, int warpgroup) {
@@ -733,10 +750,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     uint32_t pre_tiles = 0;  // dGLU through TMA: tiles whose pre-activation this warpgroup loaded
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
-        const uint32_t slot = i % Cfg::kTileRing;
-        ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
-        const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
-        if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
+        const TileCoord tile = take_tile(s, i, lane);
         if (tile.expert < 0) {
             if constexpr (Cfg::kOutput == Output::kTmaStore) finish_tma_stores(deferred);
             return;
@@ -802,30 +816,28 @@ constexpr int kGluTailBlocks = 2;
 // 0-127 (acc[0..63]: atom 0's gate and up blocks) and 128-255 (acc[64..127]: atom 1's).
 template <class Cfg>
 struct GluHalves {
-    static constexpr int kLow = 128;
-    static constexpr int kHigh = Cfg::kTileN - kLow;
-    static constexpr uint32_t kHighOffset = kLow * Cfg::kBlockK * 2;  // K-major: B's rows 128.. of the stage
-    static_assert(kHigh == 128, "two n128 halves");
-    __device__ __forceinline__ static float (&low(float (&acc)[Cfg::kTileN / 2]))[kLow / 2] {
-        return reinterpret_cast<float(&)[kLow / 2]>(acc[0]);
+    static constexpr int kWidth = Cfg::kTileN / 2;
+    static constexpr uint32_t kHighOffset = kWidth * Cfg::kBlockK * 2;  // K-major: B's rows 128.. of the stage
+    static_assert(kWidth == 128, "two n128 halves");
+    __device__ __forceinline__ static float (&low(float (&acc)[Cfg::kTileN / 2]))[kWidth / 2] {
+        return reinterpret_cast<float(&)[kWidth / 2]>(acc[0]);
     }
-    __device__ __forceinline__ static float (&high(float (&acc)[Cfg::kTileN / 2]))[kHigh / 2] {
-        return reinterpret_cast<float(&)[kHigh / 2]>(acc[kLow / 2]);
+    __device__ __forceinline__ static float (&high(float (&acc)[Cfg::kTileN / 2]))[kWidth / 2] {
+        return reinterpret_cast<float(&)[kWidth / 2]>(acc[kWidth / 2]);
     }
 };
+
+// Writes atom `atom` (0 or 1) of e's GLU tile to its place in the buffer.
+template <int32_t kActivation, int kWidth>
+__device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom) {
+    write_output_atom<EpilogueValue::kScaledByProb, float, kActivation, kWidth>(e, acc, atom,
+                                                                                e.buffer_addr + atom * kAtomBytes);
+}
 
 // Waits until the warpgroup's buffer is free: its earlier stores have read it.
 __device__ __forceinline__ void glu_buffer_free(const TmaStoreEpilogue& e) {
     if (threadIdx.x % 128 == 0) ptx::tma_store_wait_read<0>();
     ptx::named_barrier_sync(e.barrier, 128);
-}
-
-// Writes atom `atom` of e's GLU tile into the buffer.
-template <int32_t kActivation, int kWidth>
-__device__ __forceinline__ void write_glu_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom) {
-    AtomFragments f;
-    glu_atom_fragments<kActivation, kWidth>(e, acc, atom, f);
-    write_fragments(e.buffer_addr + atom * kAtomBytes, f, glu_atom_pairs<kWidth>(atom));
 }
 
 // What a whole GLU tile leaves pending for the next one (its atom 1): the fields of its epilogue
@@ -857,9 +869,7 @@ __device__ __forceinline__ TmaStoreEpilogue pending_epilogue(SharedStorage<Cfg>&
     e.t.activation = args.activation;
     e.t.glu = args.glu;
     e.prob = p.prob;
-    e.buffer = s.output.d_tile[warpgroup];
-    e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
-    e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+    set_output_buffer(s, warpgroup, e);
     e.row_begin = p.row_begin;
     e.rows = Cfg::kRowsPerWarpgroup;
     e.n_begin = p.n_begin;
@@ -922,9 +932,9 @@ __device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& 
     wait_stages<Cfg>(s, stage, phase, stages);
     fence_operands(acc);
     ptx::wgmma_fence();
-    issue_half<Cfg, Halves::kLow>(s, stages, warpgroup, Halves::low(acc), 0, kb);
+    issue_half<Cfg, Halves::kWidth>(s, stages, warpgroup, Halves::low(acc), 0, kb);
     ptx::wgmma_commit();
-    issue_half<Cfg, Halves::kHigh>(s, stages, warpgroup, Halves::high(acc), Halves::kHighOffset, kb);
+    issue_half<Cfg, Halves::kWidth>(s, stages, warpgroup, Halves::high(acc), Halves::kHighOffset, kb);
     ptx::wgmma_commit();
 }
 
@@ -958,7 +968,7 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
         wait_stages<Cfg>(s, stage, phase, head_stages);
         fence_operands(low);
         ptx::wgmma_fence();
-        issue_half<Cfg, Halves::kLow>(s, head_stages, warpgroup, low, 0, 0);
+        issue_half<Cfg, Halves::kWidth>(s, head_stages, warpgroup, low, 0, 0);
         ptx::wgmma_commit();
         // Every earlier group is done: this retires none, but ends the pipeline stage of the
         // wgmmas on `low` before `high` is read.
@@ -966,7 +976,7 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
         finish_glu_tile<Cfg, kActivation>(s, args, d_map, warpgroup, last, acc);
         fence_operands(high);
         ptx::wgmma_fence();
-        issue_half<Cfg, Halves::kHigh>(s, head_stages, warpgroup, high, Halves::kHighOffset, 0);
+        issue_half<Cfg, Halves::kWidth>(s, head_stages, warpgroup, high, Halves::kHighOffset, 0);
         ptx::wgmma_commit();
         fence_operands(acc);
         unreleased = kGluHeadBlocks;
@@ -979,8 +989,8 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
         ptx::mbarrier_wait(&s.full[stage], phase);
         fence_operands(acc);
         ptx::wgmma_fence();
-        issue_k_block<Cfg, Halves::kLow>(s, stage, warpgroup, low, 0, kb > 0);
-        issue_k_block<Cfg, Halves::kHigh>(s, stage, warpgroup, high, Halves::kHighOffset, kb > 0);
+        issue_k_block<Cfg, Halves::kWidth>(s, stage, warpgroup, low, 0, kb > 0);
+        issue_k_block<Cfg, Halves::kWidth>(s, stage, warpgroup, high, Halves::kHighOffset, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();  // atoms an earlier piece's store_passes held back
         fence_operands(acc);
@@ -1027,10 +1037,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
     GluPendingTile last{};                     // the previous tile, if its atom 1 is pending
     bool pending = false;
     for (uint32_t i = 0;; ++i) {
-        const uint32_t slot = i % Cfg::kTileRing;
-        ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
-        const TileCoord tile = read_tile_slot(&s.tiles[slot], lane);
-        if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
+        const TileCoord tile = take_tile(s, i, lane);
         if (tile.expert < 0) {
             if (pending) finish_glu_tile<Cfg, kActivation>(s, args, d_map, warpgroup, last, acc);
             finish_tma_stores(deferred);

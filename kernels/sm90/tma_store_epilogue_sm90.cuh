@@ -218,6 +218,15 @@ __device__ __forceinline__ int output_fragments(const TmaStoreEpilogue& e, const
     }
 }
 
+// Writes output atom `atom` of a tile (its chunk pairs that hold output) to the atom at atom_addr.
+template <EpilogueValue kValue, class BiasT, int32_t kActivation, int kWidth>
+__device__ __forceinline__ void write_output_atom(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], int atom,
+                                                  uint32_t atom_addr) {
+    AtomFragments f;
+    const int pairs = output_fragments<kValue, BiasT, kActivation, kWidth>(e, acc, atom, f);
+    write_fragments(atom_addr, f, pairs);
+}
+
 // A tile's last pass, held back: its atoms' fragments stay in registers until the next tile's
 // first wgmma batch is issued (main_loop), and are written and stored then, behind that batch,
 // instead of between this tile's last wgmma and the next tile's first. With a buffer of half the
@@ -319,9 +328,8 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
         ptx::named_barrier_sync(e.barrier, 128);
 #pragma unroll
         for (int a = 0; a < kBufferAtoms && first_atom + a < kAtoms; ++a) {
-            AtomFragments f;
-            const int pairs = output_fragments<kValue, BiasT, kActivation, kWidth>(e, acc, first_atom + a, f);
-            write_fragments(e.buffer_addr + a * kAtomBytes, f, pairs);
+            write_output_atom<kValue, BiasT, kActivation, kWidth>(e, acc, first_atom + a,
+                                                                  e.buffer_addr + a * kAtomBytes);
         }
         // Atoms that leave by masked copies: all of a partly valid warpgroup's, and a last atom
         // that no box may store. Each warp wrote, and now reads, only its own 16 rows of each
