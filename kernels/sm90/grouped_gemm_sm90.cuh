@@ -939,11 +939,11 @@ __device__ __forceinline__ void issue_glu_tail(SharedStorage<Cfg>& s, uint32_t& 
 }
 
 // One warpgroup's main loop of a whole-width GLU tile (kGluOverlap), every k-block issued as two
-// n128 wgmmas on acc[0..63] and acc[64..127] (GluHalves): no wgmma spans both, so each half is a register
-// block of its own and either can be issued while the other is read. `last`, when pending, is
-// the previous tile, whose atom 1 is not written yet (K is more than kGluHeadBlocks k-blocks
-// then). With whole rows the tile's atom 0 is in the buffer on return. `e` comes back with its
-// alpha.
+// n128 wgmmas on acc[0..63] and acc[64..127] (GluHalves): no wgmma spans both, so each half is a
+// register block of its own and either can be issued while the other is read. `last`, when
+// pending, is the previous tile, whose atom 1 is not written yet (K is more than kGluHeadBlocks
+// k-blocks then). With whole rows the tile's atom 0 is in the buffer on return. `e` comes back
+// with its alpha.
 template <class Cfg, int32_t kActivation>
 __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                               TmaStoreEpilogue& e, const GluPendingTile& last, bool pending,
