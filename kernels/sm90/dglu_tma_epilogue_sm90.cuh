@@ -7,12 +7,10 @@
 //   1. during the tile's main loop one thread of the warpgroup loads the warpgroup's 64 rows of
 //      those columns into its buffer with TMA (load_pre_tile), once the previous tile's stores
 //      have read the buffer;
-//   2. once the main loop is done (for a whole tile of more than a few k-blocks: a group at a time
-//      behind the next tile's first k-blocks, compute_dglu_tiles in grouped_gemm_sm90.cuh) every
-//      thread reads the gate and up pairs of its own accumulators from the buffer, computes
-//      d_gate and d_up and writes them back to the same bytes: d_pre has the pre-activation's
-//      layout, so the buffer becomes the tile's d_pre in place, each element read and written by
-//      one thread;
+//   2. after the main loop every thread reads the gate and up pairs of its own accumulators from
+//      the buffer, computes d_gate and d_up and writes them back to the same bytes: d_pre has the
+//      pre-activation's layout, so the buffer becomes the tile's d_pre in place, each element
+//      read and written by one thread;
 //   3. the same thread as in 1 stores the atoms with TMA (D's map: dims {2N, M}).
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh), so
 // both output designs give the same bits.
@@ -78,70 +76,58 @@ __device__ __forceinline__ uint32_t float2_to_bf16_pair(float2 v) {
     return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Step 2 for R's groups [first, first + kCount) of a tile kTileN columns wide (group j: R's
-// columns 8j .. 8j + 7 of the thread's two rows, acc[4j .. 4j + 3]; four groups to a 32-column
-// block), bounded at run time by e.width and N. prob_sum carries d_prob's sums from one call to
-// the next and is stored at the end of each 64-column block of R, so a tile's groups give the
-// same bits in one call or in several, in order. `first` is a constant once the caller's loop is
-// unrolled.
-template <int32_t kActivation, int kTileN, int kCount>
-__device__ __forceinline__ void dglu_groups(const TmaDgluEpilogue& e, const float (&acc)[kTileN / 2], int first,
-                                            float (&prob_sum)[2]) {
+// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width).
+template <int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const float (&acc)[kTileN / 2]) {
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;  // R groups of a 32-column block
+    constexpr int kBlocks = kTileN / kGluBlockColumns;
     const EpilogueTile& t = e.out.t;
     const int thread = threadIdx.x % 128;
     const int warp = thread / 32;
     const int lane = thread % 32;
     const int row = warp * 16 + lane / 4;  // and row + 8
     const int64_t top = e.out.row_begin + row;
+    const int32_t n_end = e.out.n_begin + e.width < t.n ? e.out.n_begin + e.width : t.n;
+    float prob_sum[2] = {0.f, 0.f};
+    ptx::mbarrier_wait(e.pre_full, e.pre_parity);
 #pragma unroll
-    for (int q = 0; q < kCount; ++q) {
-        const int j = first + q;
-        const int block = j / kGroupsPerBlock;
-        const int g = j % kGroupsPerBlock;
+    for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
-        // A piece's end, or R's tail (N is a multiple of 32: blocks are whole). Two tests rather
-        // than one against their minimum: a whole tile's width is a constant, its test folds away.
-        const bool past_width = (block + 1) * kGluBlockColumns > e.width;
-        if (past_width || r_col0 >= t.n) continue;
+        if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
         const uint32_t atom = e.out.buffer_addr + block * kAtomBytes;
-        // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
-        const int gate_byte = g * 16 + 4 * (lane % 4);
-        const int up_byte = gate_byte + kGluBlockColumns * 2;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int r = row + 8 * half;
-            const uint32_t gate_at = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
-            const uint32_t up_at = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
-            const float2 gate = bf16_pair_to_float2(ptx::ld_shared_b32(gate_at));
-            const float2 up = bf16_pair_to_float2(ptx::ld_shared_b32(up_at));
-            const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
-            const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
-            const float prob = half == 0 ? e.out.prob.x : e.out.prob.y;
-            const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
-            const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
-            const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
-            ptx::st_shared_b32(gate_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
-                                                                         __fmul_rn(rp1, d1.d_gate))));
-            ptx::st_shared_b32(up_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
-                                                                       __fmul_rn(rp1, d1.d_up))));
-            prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
-            prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
+        for (int g = 0; g < kGroupsPerBlock; ++g) {
+            const int j = block * kGroupsPerBlock + g;
+            // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
+            const int gate_byte = g * 16 + 4 * (lane % 4);
+            const int up_byte = gate_byte + kGluBlockColumns * 2;
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const int r = row + 8 * half;
+                const uint32_t gate_at = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
+                const uint32_t up_at = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
+                const float2 gate = bf16_pair_to_float2(ptx::ld_shared_b32(gate_at));
+                const float2 up = bf16_pair_to_float2(ptx::ld_shared_b32(up_at));
+                const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
+                const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
+                const float prob = half == 0 ? e.out.prob.x : e.out.prob.y;
+                const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
+                const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
+                const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
+                ptx::st_shared_b32(gate_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
+                                                                             __fmul_rn(rp1, d1.d_gate))));
+                ptx::st_shared_b32(up_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
+                                                                           __fmul_rn(rp1, d1.d_up))));
+                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
+                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
+            }
         }
-        if (g == kGroupsPerBlock - 1) {
-            const bool block_ends = block % 2 == 1 || (block + 2) * kGluBlockColumns > e.width ||
-                                    r_col0 + kGluBlockColumns >= t.n;
-            if (block_ends) store_prob_partials(t, top, r_col0, lane, prob_sum);
-        }
+        const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
+        if (block_ends) store_prob_partials(t, top, r_col0, lane, prob_sum);
     }
-}
-
-// Step 3: once every thread of the warpgroup has written its d_pre, the storing thread stores
-// the atoms.
-__device__ __forceinline__ void store_dglu_atoms(const TmaDgluEpilogue& e) {
     ptx::fence_proxy_async_shared();  // this thread's d_pre writes, before the TMA reads them
     ptx::named_barrier_sync(e.out.barrier, 128);
-    if (threadIdx.x % 128 == 0) {
+    if (thread == 0) {
         const int atoms = pre_atoms(e);
         for (int a = 0; a < atoms; ++a) {
             ptx::tma_store_2d(e.out.d_map, e.out.buffer + a * kAtomBytes, 2 * e.out.n_begin + a * kAtomColumns,
@@ -151,13 +137,14 @@ __device__ __forceinline__ void store_dglu_atoms(const TmaDgluEpilogue& e) {
     }
 }
 
-// Steps 2 and 3 for a whole tile or piece at once, once its pre-activation has landed.
-template <int32_t kActivation, int kTileN>
-__device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const float (&acc)[kTileN / 2]) {
-    float prob_sum[2] = {0.f, 0.f};
-    ptx::mbarrier_wait(e.pre_full, e.pre_parity);
-    dglu_groups<kActivation, kTileN, kTileN / 8>(e, acc, 0, prob_sum);
-    store_dglu_atoms(e);
+// The activation chosen at run time: one instance of each per kernel.
+template <int kTileN>
+__device__ __forceinline__ void store_dglu_tma_tile(const TmaDgluEpilogue& e, const float (&acc)[kTileN / 2]) {
+    if (e.out.t.activation == kActivationSwiglu) {
+        store_dglu_tma<kActivationSwiglu, kTileN>(e, acc);
+    } else {
+        store_dglu_tma<kActivationClampedGeglu, kTileN>(e, acc);
+    }
 }
 
 }  // namespace ggemm::sm90

@@ -563,11 +563,11 @@ struct TmaDgluOutput {
     __device__ __forceinline__ void after_first_batch() const {
         if (threadIdx.x % 128 == 0) load_pre_tile(epilogue);
     }
-    // The epilogue once the main loop is done (alpha loaded where it waits until then).
-    __device__ __forceinline__ TmaDgluEpilogue after_main_loop_epilogue() const {
+    template <int kTileN>
+    __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t) const {
         TmaDgluEpilogue e = epilogue;
         e.out = after_main_loop<kAlphaLoad>(e.out);
-        return e;
+        store_dglu_tma_tile<kTileN>(e, acc);
     }
 };
 
@@ -718,10 +718,10 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
         }
     }
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
-        if (fused) return true;  // compute_tiles stores it
+        if (fused) return true;  // compute() stores it
     }
     if constexpr (Cfg::kTmaStoreDglu) {
-        return true;  // compute_dglu_tiles stores it
+        return true;  // compute() stores it
     } else {
         output.template store<kWidth>(part, deferred);
         return true;
@@ -747,6 +747,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
+    uint32_t pre_tiles = 0;  // dGLU through TMA: tiles whose pre-activation this warpgroup loaded
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
@@ -755,7 +756,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg, kLoop>(s, args, d_map, pre_map, 0, tile, warpgroup, lane);
+        const auto output = make_output<Cfg, kLoop>(s, args, d_map, pre_map, pre_tiles & 1, tile, warpgroup, lane);
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -786,6 +787,12 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         }
         if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
+        }
+        if constexpr (Cfg::kTmaStoreDglu) {
+            if (finished) {
+                output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
+                ++pre_tiles;
+            }
         }
     }
 }
@@ -1075,173 +1082,6 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
     }
 }
 
-// dGLU through TMA (Cfg::kTmaStoreDglu). A tile's epilogue (store_dglu_tma: R against the saved
-// pre-activation, d_pre written in place into the buffer, then stored by TMA) runs behind the
-// tensor cores' work instead of between two tiles' MMAs: once a whole-width tile's main loop is
-// done, its accumulators are copied aside (`held`) and the next tile's first kDgluHeadBlocks
-// k-blocks each issue their wgmma batch on `acc`, then run 1 / kDgluHeadBlocks of the held tile's
-// groups. The held tile's d_pre is stored after the last of them, and the new tile's
-// pre-activation loaded into the buffer one k-block later, once that store has read it. Pieces
-// of the last round, and tiles of K no longer than the head, run their epilogue after their own
-// main loop, after the held tile's. Same arithmetic in the same order, same bits.
-constexpr int kDgluHeadBlocks = 8;
-constexpr bool kDgluHold = true;
-
-// What a held tile's epilogue needs besides the call's and the warpgroup's fields.
-struct DgluHeldTile {
-    float alpha;
-    float2 prob;
-    int32_t row_begin;
-    int32_t n_begin;
-    uint32_t pre_parity;
-};
-
-__device__ __forceinline__ DgluHeldTile held_tile(const TmaDgluEpilogue& e) {
-    return {e.out.t.alpha, e.out.prob, e.out.row_begin, e.out.n_begin, e.pre_parity};
-}
-
-// The epilogue of a held tile, rebuilt from its fields and the call's: what dglu_groups and
-// store_dglu_atoms read.
-template <class Cfg>
-__device__ __forceinline__ TmaDgluEpilogue held_epilogue(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                                         const CUtensorMap* d_map, int warpgroup,
-                                                         const DgluHeldTile& h) {
-    TmaDgluEpilogue e{};
-    e.out.t.alpha = h.alpha;
-    e.out.t.n = args.n;
-    e.out.t.glu = args.glu;
-    e.out.t.d_prob_partials = args.d_prob_partials;
-    e.out.t.m = args.m;
-    e.out.prob = h.prob;
-    set_output_buffer(s, warpgroup, e.out);
-    e.out.row_begin = h.row_begin;
-    e.out.rows = Cfg::kRowsPerWarpgroup;
-    e.out.n_begin = h.n_begin;
-    e.out.d_map = d_map;
-    e.pre_full = &s.pre_full[warpgroup];
-    e.pre_parity = h.pre_parity;
-    e.width = Cfg::kTileN;
-    return e;
-}
-
-// One warpgroup's main loop of a whole-width dGLU tile of more than kDgluHeadBlocks k-blocks,
-// with the held tile's epilogue behind its head when `holding`. `current` is this tile's
-// epilogue, whose pre-activation is loaded during the loop.
-template <class Cfg, int32_t kActivation>
-__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, const TmaDgluEpilogue& current,
-                                               const TmaDgluEpilogue& held_e, bool holding, int32_t k_blocks,
-                                               int warpgroup, int lane, float (&acc)[Cfg::kTileN / 2],
-                                               const float (&held)[Cfg::kTileN / 2], uint32_t& stage,
-                                               uint32_t& phase) {
-    constexpr int kGroupsPerHeadBlock = Cfg::kTileN / 8 / kDgluHeadBlocks;
-    static_assert(kGroupsPerHeadBlock * kDgluHeadBlocks * 8 == Cfg::kTileN, "the head covers the tile's groups");
-    uint32_t previous_stage = 0;
-    int32_t kb = 0;
-    if (holding) {
-        float prob_sum[2] = {0.f, 0.f};
-        ptx::mbarrier_wait(held_e.pre_full, held_e.pre_parity);
-#pragma unroll
-        for (int h = 0; h < kDgluHeadBlocks; ++h) {
-            ptx::mbarrier_wait(&s.full[stage], phase);
-            fence_operands(acc);
-            ptx::wgmma_fence();
-            issue_k_block<Cfg, Cfg::kTileN>(s, stage, warpgroup, acc, 0, h > 0);
-            ptx::wgmma_commit();
-            dglu_groups<kActivation, Cfg::kTileN, kGroupsPerHeadBlock>(held_e, held, h * kGroupsPerHeadBlock,
-                                                                        prob_sum);
-            fence_operands(acc);
-            if (h > 0) {
-                ptx::wgmma_wait<1>();
-                release_stage<Cfg>(&s.empty[previous_stage], lane);
-            }
-            previous_stage = stage;
-            next_stage<Cfg>(stage, phase);
-        }
-        store_dglu_atoms(held_e);
-        kb = kDgluHeadBlocks;
-    }
-    // Half-way through the k-blocks left: the storing thread waits there until the held tile's
-    // stores have read the buffer, and its warp with it.
-    const int32_t load_kb = kb + (k_blocks - kb) / 2;
-    for (; kb < k_blocks; ++kb) {
-        ptx::mbarrier_wait(&s.full[stage], phase);
-        fence_operands(acc);
-        ptx::wgmma_fence();
-        issue_k_block<Cfg, Cfg::kTileN>(s, stage, warpgroup, acc, 0, kb > 0);
-        ptx::wgmma_commit();
-        if (kb == load_kb && threadIdx.x % 128 == 0) load_pre_tile(current);
-        fence_operands(acc);
-        if (kb > 0) {
-            ptx::wgmma_wait<1>();
-            release_stage<Cfg>(&s.empty[previous_stage], lane);
-        }
-        previous_stage = stage;
-        next_stage<Cfg>(stage, phase);
-    }
-    ptx::wgmma_wait<0>();
-    release_stage<Cfg>(&s.empty[previous_stage], lane);
-    fence_operands(acc);
-}
-
-// The tile loop of the dGLU-through-TMA kernels, the activation known at compile time.
-template <class Cfg, int32_t kActivation>
-__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                                   const CUtensorMap* d_map, const CUtensorMap* pre_map,
-                                                   int warpgroup) {
-    static_assert(Cfg::kTmaStoreDglu && Cfg::kBatchesInFlight == 1, "dGLU through TMA, one batch in flight");
-    const int lane = threadIdx.x % 32;
-    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    // Zeroed once: the epilogue reads the whole array, past a piece's columns too (never stored).
-    float acc[Cfg::kTileN / 2] = {};
-    float held[Cfg::kTileN / 2];  // the held tile's accumulators
-    uint32_t stage = 0, phase = 0;
-    uint32_t pre_tiles = 0;  // tiles whose pre-activation this warpgroup loaded
-    DeferredAtoms<Cfg::kDeferAtoms> deferred;  // none: run_tile's parameter
-    DgluHeldTile last{};
-    bool holding = false;
-    for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = take_tile(s, i, lane);
-        if (tile.expert < 0) {
-            if (holding) store_dglu_tma<kActivation, Cfg::kTileN>(held_epilogue<Cfg>(s, args, d_map, warpgroup, last), held);
-            finish_tma_stores(deferred);
-            return;
-        }
-        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, pre_tiles & 1, tile,
-                                                                 warpgroup, lane);
-        // dGLU refuses valid-row counts: every warpgroup's rows are whole, and every tile loads
-        // its pre-activation.
-        ++pre_tiles;
-        const bool overlap = tile.n_width == Cfg::kTileN && k_blocks > kDgluHeadBlocks;
-        if (holding && !overlap) {
-            store_dglu_tma<kActivation, Cfg::kTileN>(held_epilogue<Cfg>(s, args, d_map, warpgroup, last), held);
-            holding = false;
-        }
-        if (overlap) {
-            dglu_main_loop<Cfg, kActivation>(s, output.epilogue, held_epilogue<Cfg>(s, args, d_map, warpgroup, last),
-                                             holding, k_blocks, warpgroup, lane, acc, held, stage, phase);
-            if constexpr (kDgluHold) {
-#pragma unroll
-                for (int r = 0; r < Cfg::kTileN / 2; ++r) held[r] = acc[r];
-                last = held_tile(output.after_main_loop_epilogue());
-                holding = true;
-            } else {
-                store_dglu_tma<kActivation, Cfg::kTileN>(output.after_main_loop_epilogue(), acc);
-            }
-            continue;
-        }
-        bool finished;
-        if (tile.n_width == Cfg::kTileN) {
-            finished = run_tile<Cfg, Cfg::kTileN>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage,
-                                                  phase, true, deferred);
-        } else {
-            finished = run_tile<Cfg, kPieceColumns>(s, output, args, tile, k_blocks, warpgroup, lane, acc, stage,
-                                                    phase, true, deferred);
-        }
-        if (finished) store_dglu_tma<kActivation, Cfg::kTileN>(output.after_main_loop_epilogue(), acc);
-    }
-}
-
 // The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
 // most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
@@ -1259,14 +1099,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         }
         return;
     }
-    if constexpr (Cfg::kTmaStoreDglu) {
-        if (args.activation == kActivationSwiglu) {
-            compute_dglu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, pre_map, warpgroup);
-        } else {
-            compute_dglu_tiles<Cfg, kActivationClampedGeglu>(s, args, d_map, pre_map, warpgroup);
-        }
-        return;
-    } else {
+    if constexpr (!Cfg::kTmaStoreDglu) {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
                 compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, pre_map, warpgroup);
@@ -1275,8 +1108,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
             return;
         }
-        if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, warpgroup);
     }
+    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
