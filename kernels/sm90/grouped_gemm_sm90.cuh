@@ -42,7 +42,6 @@
 #include "ptx/barrier.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/fence.cuh"
-#include "ptx/ldmatrix.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/prefetch.cuh"
 #include "ptx/tma.cuh"
@@ -200,13 +199,6 @@ struct GluEpilogue : Cfg {
     static_assert(kGluOverlap<Cfg>, "the 256-wide half-tile kernel");
     static constexpr bool kGluOnly = true;
     static constexpr bool kSplitK = false;
-    // Its math warps hold the accumulators, a slice pair of A and a pending tile's addresses
-    // (with 224 they spilled); its producer fits in 40 (128 x 40 + 256 x 232 = 64512).
-    static constexpr int kProducerRegisters = 40;
-    static constexpr int kMathRegisters = 232;
-    static_assert(128 * kProducerRegisters + 128 * Cfg::kMathWarpgroups * kMathRegisters <=
-                      Cfg::kThreads * (65536 / Cfg::kThreads / 8 * 8),
-                  "setmaxnreg budget exceeds the registers the launch gave the CTA");
 };
 
 // Named barriers (bar.sync ids); 0 is __syncthreads'.
@@ -426,41 +418,6 @@ __device__ __forceinline__ void issue_k_block(SharedStorage<Cfg>& s, uint32_t st
         const uint64_t desc_a = ptx::wgmma_desc_advance(desc_a0, k * kKMajorSliceBytes);
         const uint64_t desc_b = ptx::wgmma_desc_advance(desc_b0, k * kBSliceBytes<Cfg::kWeightLayout>);
         Mma::mma(acc, desc_a, desc_b, (accumulate || k > 0) ? 1u : 0u);
-    }
-}
-
-// A from registers (mma_rs) for a k-block's k16 slices in pairs: a slice pair's fragments, its
-// wgmmas on both halves of a GLU tile, then the next pair's (kernels/sm90/operand_layout.h,
-// a_fragment_offset).
-constexpr int kSlicesPerPair = 2;
-using SlicePairFragments = uint32_t[kSlicesPerPair][4];
-
-// The warpgroup's A fragments of k16 slices `first` and `first` + 1 of the k-block in `stage`.
-template <class Cfg>
-__device__ __forceinline__ void load_a_fragments(SharedStorage<Cfg>& s, uint32_t stage, int warpgroup, int first,
-                                                 SlicePairFragments& a) {
-    const int thread = threadIdx.x % 128;
-    const uint32_t slice0 = ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128 +
-                            a_fragment_offset(thread / 32, thread % 32, 0);
-#pragma unroll
-    for (int k = 0; k < kSlicesPerPair; ++k) ptx::ldmatrix_x4(slice0 ^ a_slice_flip(first + k), a[k]);
-}
-
-// The wgmmas of k16 slices `first` and `first` + 1 of the k-block in `stage` on `acc` (kWidth
-// columns, B from b_offset bytes into the stage's B tile), A from `a`. The k-block's first slice
-// overwrites acc unless `accumulate`.
-template <class Cfg, int kWidth>
-__device__ __forceinline__ void issue_slice_pair_rs(SharedStorage<Cfg>& s, uint32_t stage, const SlicePairFragments& a,
-                                                    int first, float (&acc)[kWidth / 2], uint32_t b_offset,
-                                                    bool accumulate) {
-    using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
-    const uint32_t b_base = ptx::smem_addr(s.stages[stage].b) + b_offset;
-    const uint64_t desc_b0 = b_slice_descriptor<Cfg::kWeightLayout>(b_base, 0);
-#pragma unroll
-    for (int k = 0; k < kSlicesPerPair; ++k) {
-        const int slice = first + k;
-        const uint64_t desc_b = ptx::wgmma_desc_advance(desc_b0, slice * kBSliceBytes<Cfg::kWeightLayout>);
-        Mma::mma_rs(acc, a[k], desc_b, (accumulate || slice > 0) ? 1u : 0u);
     }
 }
 
@@ -1028,28 +985,18 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
     // The last kGluTailBlocks k-blocks (one if K has no more): their first halves, then their
     // second halves, so that atom 0 is written while the second halves run.
     const int32_t tail = k_blocks - kb >= kGluTailBlocks ? kGluTailBlocks : 1;
-    // The k-blocks between: both halves' wgmmas from one load of A into registers, a slice pair
-    // at a time (A read from shared memory by each half's wgmmas made every k-block read it
-    // twice). Each pair is a wgmma group kept in flight until the next pair's is issued: its
-    // registers are free again once the group after it is.
-    SlicePairFragments a;
     for (; kb < k_blocks - tail; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
-#pragma unroll
-        for (int first = 0; first < Cfg::kBlockK / 16; first += kSlicesPerPair) {
-            load_a_fragments<Cfg>(s, stage, warpgroup, first, a);
-            fence_operands(acc);
-            ptx::wgmma_fence();
-            issue_slice_pair_rs<Cfg, Halves::kWidth>(s, stage, a, first, low, 0, kb > 0);
-            issue_slice_pair_rs<Cfg, Halves::kWidth>(s, stage, a, first, high, Halves::kHighOffset, kb > 0);
-            ptx::wgmma_commit();
-            if (kb == 0 && first == 0) deferred.write();  // atoms an earlier piece's store_passes held back
-            fence_operands(acc);
-            // Keep this group in flight. After the first pair, every group before it is done:
-            // the previous k-block's stages have been read.
-            ptx::wgmma_wait<1>();
-            if (first == 0) release();
-        }
+        fence_operands(acc);
+        ptx::wgmma_fence();
+        issue_k_block<Cfg, Halves::kWidth>(s, stage, warpgroup, low, 0, kb > 0);
+        issue_k_block<Cfg, Halves::kWidth>(s, stage, warpgroup, high, Halves::kHighOffset, kb > 0);
+        ptx::wgmma_commit();
+        if (kb == 0) deferred.write();  // atoms an earlier piece's store_passes held back
+        fence_operands(acc);
+        // Keep this group in flight: every one before it has finished reading its stages.
+        ptx::wgmma_wait<1>();
+        release();
         oldest = stage;
         unreleased = 1;
         next_stage<Cfg>(stage, phase);

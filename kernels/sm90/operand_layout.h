@@ -56,26 +56,6 @@ GGEMM_HD uint64_t b_slice_descriptor(uint32_t b_base, int slice) {
     }
 }
 
-// A from registers (ptx::Wgmma::mma_rs, loaded by ldmatrix.x4): the byte offset, from a
-// warpgroup's first row of a stage's A tile, of the 16-byte row of k16 slice `slice` (0-3) that
-// lane `lane` of the warpgroup's warp `warp` gives ldmatrix. Matrix lane / 8 of the warp's
-// fragment is rows 0-7 (even) or 8-15 (odd) of its 16, K 0-7 (0, 1) or 8-15 (2, 3) of the
-// slice: registers a0-a3 of mma.m16n8k16's A fragment. Row lane % 8 of it, its 16-byte chunk
-// moved by the 128-byte swizzle (chunk c of row r at c ^ (r % 8)).
-GGEMM_HD uint32_t a_fragment_offset(int warp, int lane, int slice) {
-    const int matrix = lane / 8;
-    const int row = warp * 16 + (matrix % 2) * 8 + lane % 8;
-    const int chunk = slice * 2 + matrix / 2;
-    return static_cast<uint32_t>(row) * kSwizzleRowBytes +
-           static_cast<uint32_t>((chunk ^ (row % static_cast<int>(kSwizzleAtomRows))) * 16);
-}
-
-// Slice `slice`'s offset from slice 0's: the swizzle only flips the chunk's bits 1-2, which are
-// bits 5-6 of the address (rows are 128 bytes; tiles 1024-byte aligned), so
-// a_fragment_offset(w, l, s) == a_fragment_offset(w, l, 0) ^ a_slice_flip(s) (CPU-tested), and
-// so is the shared address from a stage's A tile.
-GGEMM_HD uint32_t a_slice_flip(int slice) { return static_cast<uint32_t>(slice) << 5; }
-
 // N-major: the byte offset, within a stage's B tile, where TMA puts element (column n, row k)
 // of the tile before swizzling (the swizzle permutes 16-byte chunks within each 128-byte row).
 GGEMM_HD uint32_t nmajor_tile_offset(int n, int k) {

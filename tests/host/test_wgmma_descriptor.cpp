@@ -1,13 +1,11 @@
 // The wgmma shared-memory matrix descriptor (ptx/wgmma_desc.h), checked bit by bit against
 // PTX ISA 9.7.15.5.1 "Matrix Descriptor Format": start address >> 4 in bits 0-13, leading byte
 // offset >> 4 in 16-29, stride byte offset >> 4 in 32-45, base offset in 49-51, swizzle mode in
-// 62-63 (1 = 128-byte swizzle); and the rows ldmatrix reads for wgmma's A from registers
-// (kernels/sm90/operand_layout.h).
+// 62-63 (1 = 128-byte swizzle).
 #include <doctest/doctest.h>
 
 #include <cstdint>
 
-#include "kernels/sm90/operand_layout.h"
 #include "ptx/wgmma_desc.h"
 
 using ggemm::ptx::wgmma_smem_desc;
@@ -36,27 +34,4 @@ TEST_CASE("wgmma descriptor: the address field keeps 18 bits of shared address")
     CHECK((d & 0x3FFF) == 0x3FFF);
     CHECK(((d >> 16) & 0x3FFF) == 1);
     CHECK((d >> 62) == 0);
-}
-
-TEST_CASE("A from registers: ldmatrix's rows give each lane its mma.m16n8k16 A fragment") {
-    // Lane l's register i of ldmatrix.x4 holds row l / 4 and columns 2 (l % 4), + 1 of matrix i,
-    // whose rows are at the addresses lanes 8i .. 8i + 7 give. The A fragment wants in it row
-    // 16 w + 8 (i % 2) + l / 4 of the warpgroup's 64 and K 16 s + 8 (i / 2) + 2 (l % 4) of the
-    // k-block. TMA's 128-byte swizzle put chunk c of row r at chunk c ^ (r % 8).
-    for (int warp = 0; warp < 4; ++warp) {
-        for (int slice = 0; slice < 4; ++slice) {
-            for (int lane = 0; lane < 32; ++lane) {
-                for (int i = 0; i < 4; ++i) {
-                    const uint32_t offset = ggemm::sm90::a_fragment_offset(warp, 8 * i + lane / 4, slice);
-                    const int row = static_cast<int>(offset / 128);
-                    const int chunk = static_cast<int>(offset % 128 / 16) ^ (row % 8);
-                    CHECK(offset % 16 == 0);
-                    CHECK(row == 16 * warp + 8 * (i % 2) + lane / 4);
-                    CHECK(chunk * 8 + 2 * (lane % 4) == 16 * slice + 8 * (i / 2) + 2 * (lane % 4));
-                    CHECK(offset == (ggemm::sm90::a_fragment_offset(warp, 8 * i + lane / 4, 0) ^
-                                     ggemm::sm90::a_slice_flip(slice)));
-                }
-            }
-        }
-    }
 }
