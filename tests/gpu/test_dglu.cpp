@@ -327,6 +327,32 @@ TEST_CASE("dglu through TMA: pieces of the last round (M = 2048, N = 1152: 144 t
     check_dglu_tma_case(dglu);
 }
 
+TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both activations and layouts") {
+    // M = 8192, N = 1536: 768 tiles of 128 columns on 132 SMs, five or six per SM, one expert
+    // empty: each warpgroup's buffer takes a tile's pre-activation while the previous tile's
+    // d_pre may still be leaving it, tile after tile, the pre-activation barrier's phase with it.
+    std::size_t index = 0;
+    for (const int64_t k : {512, 576, 640, 1088}) {
+        for (const int32_t layout : {GGEMM_WEIGHT_LAYOUT_N_MAJOR, GGEMM_WEIGHT_LAYOUT_K_MAJOR}) {
+            const int32_t activation = index % 2 ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
+            DgluConfig dglu = dglu_config("dglu tma rounds", activation, 8, 1536, k, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                          layout, mix_seed(9760, index++));
+            dglu.base.layout = RowLayout::kExplicit;
+            dglu.base.offsets = {1024, 2048, 2048, 3072, 4096, 5120, 6144, 8192};  // expert 2 empty
+            dglu.base.fixed_m = 8192;
+            check_dglu_tma_case(dglu);
+        }
+    }
+    // Pieces of the last round after whole tiles: M = 2048, N = 1152, K = 640 (144 tiles on 132
+    // SMs, the last 12 cut into pieces of 64 columns).
+    DgluConfig dglu = dglu_config("dglu tma rounds pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, 640, GGEMM_DTYPE_BF16,
+                                  GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9770);
+    dglu.base.layout = RowLayout::kExplicit;
+    dglu.base.offsets = {512, 512, 1280, 2048};
+    dglu.base.fixed_m = 2048;
+    check_dglu_tma_case(dglu);
+}
+
 TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
     std::size_t index = 0;
     for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
@@ -335,6 +361,17 @@ TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
         dglu.base.max_tokens = 300;
         check_dglu_tma_case(dglu);
     }
+}
+
+TEST_CASE("sanitizer: dglu through TMA, several tiles per SM") {
+    // M = 4096, N = 1024: 256 tiles on 132 SMs, two per SM on most; K = 640 (ten k-blocks).
+    DgluConfig dglu = dglu_config("san dglu tma rounds", GGEMM_ACTIVATION_CLAMPED_GEGLU, 4, 1024, 640,
+                                  GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9795);
+    dglu.base.layout = RowLayout::kExplicit;
+    dglu.base.offsets = {1024, 2048, 3072, 4096};
+    dglu.base.fixed_m = 4096;
+    dglu.base.sampled_rows_per_expert = 16;
+    check_dglu_tma_case(dglu);
 }
 
 TEST_CASE("dglu: NULL alpha and prob, bitwise equal to arrays of ones") {
