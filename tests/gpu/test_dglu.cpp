@@ -319,12 +319,16 @@ TEST_CASE("dglu through TMA: bitwise equal to the math warps' stores, both activ
 }
 
 TEST_CASE("dglu through TMA: pieces of the last round (M = 2048, N = 1152: 144 tiles of 128 columns on 132 SMs)") {
-    DgluConfig dglu = dglu_config("dglu tma pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, 256, GGEMM_DTYPE_BF16,
-                                  GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9750);
-    dglu.base.layout = RowLayout::kExplicit;
-    dglu.base.offsets = {512, 512, 1280, 2048};
-    dglu.base.fixed_m = 2048;
-    check_dglu_tma_case(dglu);
+    // K of 4 and 10 k-blocks; the last 12 tiles are cut into pieces of 64 columns.
+    for (const int64_t k : {256, 640}) {
+        DgluConfig dglu = dglu_config(k == 256 ? "dglu tma pieces" : "dglu tma rounds pieces", GGEMM_ACTIVATION_SWIGLU,
+                                      4, 1152, k, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR,
+                                      k == 256 ? 9750 : 9770);
+        dglu.base.layout = RowLayout::kExplicit;
+        dglu.base.offsets = {512, 512, 1280, 2048};
+        dglu.base.fixed_m = 2048;
+        check_dglu_tma_case(dglu);
+    }
 }
 
 TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both activations and layouts") {
@@ -343,14 +347,6 @@ TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both a
             check_dglu_tma_case(dglu);
         }
     }
-    // Pieces of the last round after whole tiles: M = 2048, N = 1152, K = 640 (144 tiles on 132
-    // SMs, the last 12 cut into pieces of 64 columns).
-    DgluConfig dglu = dglu_config("dglu tma rounds pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, 640, GGEMM_DTYPE_BF16,
-                                  GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9770);
-    dglu.base.layout = RowLayout::kExplicit;
-    dglu.base.offsets = {512, 512, 1280, 2048};
-    dglu.base.fixed_m = 2048;
-    check_dglu_tma_case(dglu);
 }
 
 TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
