@@ -320,10 +320,13 @@ TEST_CASE("dglu through TMA: bitwise equal to the math warps' stores, both activ
 
 TEST_CASE("dglu through TMA: pieces of the last round (M = 2048, N = 1152: 144 tiles of 128 columns on 132 SMs)") {
     // K of 4 and 10 k-blocks; the last 12 tiles are cut into pieces of 64 columns.
-    for (const int64_t k : {256, 640}) {
-        DgluConfig dglu = dglu_config(k == 256 ? "dglu tma pieces" : "dglu tma rounds pieces", GGEMM_ACTIVATION_SWIGLU,
-                                      4, 1152, k, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR,
-                                      k == 256 ? 9750 : 9770);
+    struct Pieces {
+        int64_t k;
+        uint64_t seed;
+    };
+    for (const Pieces p : {Pieces{256, 9750}, Pieces{640, 9770}}) {
+        DgluConfig dglu = dglu_config("dglu tma pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, p.k, GGEMM_DTYPE_BF16,
+                                      GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, p.seed);
         dglu.base.layout = RowLayout::kExplicit;
         dglu.base.offsets = {512, 512, 1280, 2048};
         dglu.base.fixed_m = 2048;
