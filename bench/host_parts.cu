@@ -1,7 +1,10 @@
 // host/parts/*: what the runtime calls inside one ggemm_execute cost on their own, so the host
 // time of host/execute/* can be read as a sum (src/execute.cpp makes these calls):
 //
-//   host/parts/get_device                cudaGetDevice (the wrong-device check)
+//   host/parts/get_device                cudaGetDevice (the wrong-device check when no context
+//                                        of the plan's device is current)
+//   host/parts/context_device            cuCtxGetCurrent and cuCtxGetDevice (the same check when
+//                                        one is: src/execute.cpp, current_device)
 //   host/parts/pointer_attributes        cudaPointerGetAttributes on device memory (residency)
 //   host/parts/driver_pointer_attributes cuPointerGetAttributes: memory type, device and managed
 //                                        in one call (what ggemm asks, src/pointer_oracle.cpp)
@@ -107,6 +110,21 @@ void get_device(benchmark::State& state) {
         cudaGetDevice(&device);
         benchmark::DoNotOptimize(device);
     }
+}
+
+void context_device(benchmark::State& state) {
+    auto get_current = driver_entry<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", 4000);
+    auto get_device = driver_entry<PFN_cuCtxGetDevice_v2000>("cuCtxGetDevice", 2000);
+    check(cudaFree(nullptr), "cudaFree(0)");  // a context is current from here on
+    CUcontext context = nullptr;
+    CUdevice device = -1;
+    CUresult result = CUDA_SUCCESS;
+    for (auto _ : state) {
+        result = get_current(&context);
+        if (result == CUDA_SUCCESS) result = get_device(&device);
+        benchmark::DoNotOptimize(device);
+    }
+    if (result != CUDA_SUCCESS || context == nullptr) state.SkipWithError("cuCtxGetCurrent / cuCtxGetDevice");
 }
 
 void pointer_attributes(benchmark::State& state) {
@@ -249,6 +267,7 @@ void register_host_parts() {
             ->Unit(benchmark::kMicrosecond);
     };
     add("host/parts/get_device", get_device);
+    add("host/parts/context_device", context_device);
     add("host/parts/pointer_attributes", pointer_attributes);
     add("host/parts/driver_pointer_attributes", driver_pointer_attributes);
     add("host/parts/encode_tensor_map", encode_tensor_map);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cuda_runtime_api.h>
 
+#include "src/driver_api.h"
 #include "src/error.h"
 
 namespace ggemm {
@@ -87,6 +88,11 @@ ggemm_status_t query_device(int32_t ordinal, DeviceInfo* device) noexcept {
         }
         *query.value = value;
     }
+    // The handle the driver names this device by: execute compares the current context's device
+    // with it (src/execute.cpp, current_device).
+    CUdevice handle = 0;
+    const PFN_cuDeviceGet_v2000 device_get = driver_api().device_get;
+    if (device_get != nullptr && device_get(&handle, ordinal) == CUDA_SUCCESS) device->driver_handle = handle;
     cudaDeviceProp properties;
     if (cudaGetDeviceProperties(&properties, ordinal) == cudaSuccess) {
         std::snprintf(device->name, sizeof device->name, "%s", properties.name);

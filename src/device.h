@@ -15,6 +15,7 @@ struct DeviceInfo {
     char absence_reason[192] = {};    // why no device can be used, when !present
     int32_t count = 0;                // devices visible to this process
     int32_t ordinal = -1;             // the device described below (valid when 0 <= ordinal < count)
+    int32_t driver_handle = -1;       // its CUdevice (cuDeviceGet), -1 when the driver did not say
     int32_t cc_major = 0;
     int32_t cc_minor = 0;
     int32_t sm_count = 0;

@@ -35,6 +35,8 @@ const DriverApi& driver_api() noexcept {
             resolve("cuTensorMapEncodeTiled", 12000, &api.encode_error, &api.encode_query));
         api.launch_kernel_ex = resolve_as<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
         api.ctx_get_current = resolve_as<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", 4000);
+        api.ctx_get_device = resolve_as<PFN_cuCtxGetDevice_v2000>("cuCtxGetDevice", 2000);
+        api.device_get = resolve_as<PFN_cuDeviceGet_v2000>("cuDeviceGet", 2000);
         api.pointer_get_attributes = resolve_as<PFN_cuPointerGetAttributes_v7000>("cuPointerGetAttributes", 7000);
     });
     return api;

@@ -14,6 +14,8 @@ struct DriverApi {
     PFN_cuTensorMapEncodeTiled_v12000 encode_tiled = nullptr;
     PFN_cuLaunchKernelEx_v11060 launch_kernel_ex = nullptr;
     PFN_cuCtxGetCurrent_v4000 ctx_get_current = nullptr;
+    PFN_cuCtxGetDevice_v2000 ctx_get_device = nullptr;
+    PFN_cuDeviceGet_v2000 device_get = nullptr;
     PFN_cuPointerGetAttributes_v7000 pointer_get_attributes = nullptr;
     // Why encode_tiled is missing, for the error message: the runtime's error, or else the
     // query result (1: symbol not found, 2: driver too old).

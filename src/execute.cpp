@@ -79,18 +79,32 @@ ggemm_status_t encode_maps(const ggemm_plan& plan, const ggemm_args& args, Launc
 
 }  // namespace
 
-ggemm_status_t current_device(int* device) noexcept {
-    const cudaError_t error = cudaGetDevice(device);
+ggemm_status_t current_device(const DeviceInfo& expected, ThreadDevice* thread) noexcept {
+    // The runtime reports the device of the thread's current context when there is one, so the
+    // context's own device is the same answer.
+    const DriverApi& api = driver_api();
+    CUcontext context = nullptr;
+    CUdevice handle = -1;
+    if (expected.driver_handle >= 0 && api.ctx_get_current != nullptr && api.ctx_get_device != nullptr &&
+        api.ctx_get_current(&context) == CUDA_SUCCESS && context != nullptr &&
+        api.ctx_get_device(&handle) == CUDA_SUCCESS && handle == expected.driver_handle) {
+        thread->device = expected.ordinal;
+        thread->context_current = true;
+        return GGEMM_SUCCESS;
+    }
+    thread->context_current = false;
+    const cudaError_t error = cudaGetDevice(&thread->device);
     if (error == cudaSuccess) return GGEMM_SUCCESS;
     cudaGetLastError();
     return fail(GGEMM_ERROR_CUDA, "cudaGetDevice failed: %s (%s)", cudaGetErrorName(error), cudaGetErrorString(error));
 }
 
-ggemm_status_t make_context_current(int device) noexcept {
-    const cudaError_t error = ensure_current_context(device);
+ggemm_status_t make_context_current(const ThreadDevice& thread) noexcept {
+    if (thread.context_current) return GGEMM_SUCCESS;
+    const cudaError_t error = ensure_current_context(thread.device);
     if (error == cudaSuccess) return GGEMM_SUCCESS;
-    return fail(GGEMM_ERROR_CUDA, "making device %d's context current failed: %s (%s)", device, cudaGetErrorName(error),
-                cudaGetErrorString(error));
+    return fail(GGEMM_ERROR_CUDA, "making device %d's context current failed: %s (%s)", thread.device,
+                cudaGetErrorName(error), cudaGetErrorString(error));
 }
 
 ggemm_status_t zero_in_stream(void* bytes_at, uint64_t bytes, const char* what, cudaStream_t stream) noexcept {
@@ -209,12 +223,12 @@ ggemm_status_t execute_plan(const ggemm_plan& plan, const ggemm_args* user_args,
     if (status != GGEMM_SUCCESS) return status;
     status = validate_args_fields(plan, args, m_capacity);
     if (status != GGEMM_SUCCESS) return status;
-    int device = -1;
-    status = current_device(&device);
+    ThreadDevice thread;
+    status = current_device(plan.device, &thread);
     if (status != GGEMM_SUCCESS) return status;
-    status = validate_args_for_device(plan, args, device, cuda_pointer_oracle());
+    status = validate_args_for_device(plan, args, thread.device, cuda_pointer_oracle());
     if (status != GGEMM_SUCCESS) return status;
-    status = make_context_current(device);
+    status = make_context_current(thread);
     if (status != GGEMM_SUCCESS) return status;
 
     const ggemm_plan_desc& desc = plan.desc;

@@ -22,11 +22,20 @@ ggemm_status_t prepare_launch(const ggemm_plan& plan, const ggemm_args& args, La
 // kernel writes each expert's address into its copy of the template.
 const void* b_template_placeholder(const uint64_t* b_ptrs) noexcept;
 
-// The calling thread's current device, or GGEMM_ERROR_CUDA with the runtime's reason.
-ggemm_status_t current_device(int* device) noexcept;
-// Makes the device's primary context current (execute encodes maps and launches through the
-// driver, in the current context), or GGEMM_ERROR_CUDA with the reason.
-ggemm_status_t make_context_current(int device) noexcept;
+// The calling thread's current device, as cudaGetDevice reports it, and whether a context is
+// current already.
+struct ThreadDevice {
+    int device = -1;
+    bool context_current = false;
+};
+// When a context of `expected` is current, two driver calls answer (cuCtxGetCurrent and
+// cuCtxGetDevice, cheaper than cudaGetDevice); otherwise the runtime. GGEMM_ERROR_CUDA with the
+// runtime's reason.
+ggemm_status_t current_device(const DeviceInfo& expected, ThreadDevice* thread) noexcept;
+// Makes the device's primary context current unless a context is current already (execute
+// encodes maps and launches through the driver, in the current context), or GGEMM_ERROR_CUDA
+// with the reason.
+ggemm_status_t make_context_current(const ThreadDevice& thread) noexcept;
 
 // Splits of K for a call of m rows: the plan's, when the partials have room for m rows; else 1.
 int32_t call_k_splits(const ggemm_plan& plan, int64_t m) noexcept;

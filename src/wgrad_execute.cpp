@@ -74,12 +74,12 @@ ggemm_status_t execute_wgrad_plan(const ggemm_plan& plan, const ggemm_wgrad_args
     if (status != GGEMM_SUCCESS) return status;
     status = validate_wgrad_args_fields(plan, args);
     if (status != GGEMM_SUCCESS) return status;
-    int device = -1;
-    status = current_device(&device);
+    ThreadDevice thread;
+    status = current_device(plan.device, &thread);
     if (status != GGEMM_SUCCESS) return status;
-    status = validate_wgrad_args_for_device(plan, args, device, cuda_pointer_oracle());
+    status = validate_wgrad_args_for_device(plan, args, thread.device, cuda_pointer_oracle());
     if (status != GGEMM_SUCCESS) return status;
-    status = make_context_current(device);
+    status = make_context_current(thread);
     if (status != GGEMM_SUCCESS) return status;
 
     const ggemm_wgrad_desc& desc = plan.wgrad.desc;

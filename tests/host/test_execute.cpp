@@ -234,9 +234,41 @@ TEST_CASE("the real pointer oracle on a GPU") {
         if (from_runtime.kind == ggemm::PointerFacts::kDevice) CHECK(from_driver.device == from_runtime.device);
     }
     CHECK(cudaGetLastError() == cudaSuccess);
+
+    CHECK(cudaGetLastError() == cudaSuccess);
     cudaFree(on_device);
     cudaFreeHost(pinned);
     cudaFree(managed);
+}
+
+TEST_CASE("the calling thread's device: the driver's quick answer agrees with the runtime's") {
+    ggemm::DeviceInfo device;
+    if (!usable_gpu(&device, "the calling thread's device")) return;
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    REQUIRE(cudaFree(nullptr) == cudaSuccess);  // a context is current from here on
+    CHECK(device.driver_handle >= 0);
+    int runtime_device = -1;
+    REQUIRE(cudaGetDevice(&runtime_device) == cudaSuccess);
+
+    ggemm::ThreadDevice quick;
+    REQUIRE(ggemm::current_device(device, &quick) == GGEMM_SUCCESS);
+    CHECK(quick.context_current);
+    CHECK(quick.device == runtime_device);
+
+    // A device the driver names differently (or not at all) gets the runtime's answer.
+    ggemm::DeviceInfo other = device;
+    other.ordinal = 1;
+    other.driver_handle = device.driver_handle + 1;
+    ggemm::DeviceInfo unnamed = device;
+    unnamed.driver_handle = -1;
+    for (const ggemm::DeviceInfo& expected : {other, unnamed}) {
+        ggemm::ThreadDevice slow;
+        REQUIRE(ggemm::current_device(expected, &slow) == GGEMM_SUCCESS);
+        CHECK_FALSE(slow.context_current);
+        CHECK(slow.device == runtime_device);
+        CHECK(ggemm::make_context_current(slow) == GGEMM_SUCCESS);
+    }
+    CHECK(cudaGetLastError() == cudaSuccess);
 }
 
 TEST_CASE("execute on a GPU with a recording fake kernel") {
