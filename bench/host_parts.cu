@@ -1,8 +1,8 @@
 // host/parts/*: what the runtime calls inside one ggemm_execute cost on their own, so the host
 // time of host/execute/* can be read as a sum (src/execute.cpp makes these calls):
 //
-//   host/parts/get_device                cudaGetDevice (the wrong-device check when no context
-//                                        of the plan's device is current)
+//   host/parts/get_device                cudaGetDevice (the wrong-device check when the current
+//                                        context is not of the plan's device)
 //   host/parts/context_device            cuCtxGetCurrent and cuCtxGetDevice (the same check when
 //                                        one is: src/execute.cpp, current_device)
 //   host/parts/pointer_attributes        cudaPointerGetAttributes on device memory (residency)
@@ -105,6 +105,9 @@ __global__ void empty_large(const __grid_constant__ CUtensorMap, const __grid_co
                             const KernelArgsBytes) {}
 
 void get_device(benchmark::State& state) {
+    // With a context current, as on every call after a thread's first (without one the runtime
+    // took about 1 us per call on an H200 machine).
+    check(cudaFree(nullptr), "cudaFree(0)");
     int device = -1;
     for (auto _ : state) {
         cudaGetDevice(&device);
