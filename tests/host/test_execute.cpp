@@ -234,8 +234,6 @@ TEST_CASE("the real pointer oracle on a GPU") {
         if (from_runtime.kind == ggemm::PointerFacts::kDevice) CHECK(from_driver.device == from_runtime.device);
     }
     CHECK(cudaGetLastError() == cudaSuccess);
-
-    CHECK(cudaGetLastError() == cudaSuccess);
     cudaFree(on_device);
     cudaFreeHost(pinned);
     cudaFree(managed);
