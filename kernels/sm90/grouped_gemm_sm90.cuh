@@ -240,7 +240,6 @@ struct SharedStorage {
     // padded_offsets, then the valid-row counts when they are given and both fit (else the
     // scheduler reads the counts from global memory, once per expert it visits).
     int32_t offsets[Cfg::kOffsetCapacity];
-    int32_t warm_offset;  // the warm-up run's one expert (produce)
     uint32_t status;
     uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
 };
@@ -329,42 +328,33 @@ __device__ __forceinline__ void load_b(__nv_bfloat16* b, const CUtensorMap* b_ma
 // tiles; one lane chosen by elect.sync arms each stage's barrier and issues its loads. Chosen
 // by its lane index instead, each load sat in a loop over the warp's active lanes, and the
 // producer spent most of a 128x32 tile's k-block issuing one stage (docs/PERFORMANCE.md).
-//
-// `warm`: a run through the first tile's scheduling on made-up offsets (one expert of
-// s.warm_offset rows, item 0), which touches no barrier, claims nothing and loads nothing. A
-// producer warp with no other work makes it while the producer waits for the offsets: the
-// producer's first pass through this code would otherwise fetch its instructions from L2 or
-// memory between the offsets' arrival and its first load (about 0.6 us of a call of one tile per
-// SM, clocked on an H200).
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const KernelArgs& args,
-                                        const int32_t* valid_rows, bool warm) {
+                                        const int32_t* valid_rows) {
     const bool leader = threadIdx.x % 32 == 0;
     const bool discrete = args.weight_mode == kDiscrete;
     GroupedTileScheduler<Cfg::kScheduleTileM, Cfg::kTileN> schedule(
-        warm ? &s.warm_offset : s.offsets, discrete && !warm ? args.weight_status : nullptr, args.m,
-        warm ? 1 : args.num_experts, args.n, Cfg::kScheduleGroupM, warm ? nullptr : valid_rows);
+        s.offsets, discrete ? args.weight_status : nullptr, args.m, args.num_experts, args.n, Cfg::kScheduleGroupM,
+        valid_rows);
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     // Clusters run the static schedule only (the planner refuses them the dynamic one): both CTAs
     // must take the same items, with the same skips.
-    const bool dynamic = Cfg::kClusterM == 1 && args.scheduler == kDynamic && !warm;
+    const bool dynamic = Cfg::kClusterM == 1 && args.scheduler == kDynamic;
     const uint32_t rank = Cfg::kClusterM == 1 ? 0u : ptx::cluster_cta_rank();
 
     // Work items: tiles, then pieces of the last round's tiles (tail_split.h).
-    int64_t item = warm ? 0 : dynamic ? claim_item(args.tile_counter, leader) : first_static_item<Cfg>();
+    int64_t item = dynamic ? claim_item(args.tile_counter, leader) : first_static_item<Cfg>();
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     const int32_t k_splits = Cfg::kSplitK ? args.k_splits : 1;
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = cluster_share(schedule.item(item, args.tail, k_splits), rank, Cfg::kTileM);
         const uint32_t slot = i % Cfg::kTileRing;
-        if (!warm) {
-            ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
-            if (leader) {
-                s.tiles[slot] = tile;
-                ptx::mbarrier_arrive(&s.tile_full[slot]);
-            }
+        ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
+        if (leader) {
+            s.tiles[slot] = tile;
+            ptx::mbarrier_arrive(&s.tile_full[slot]);
         }
         if (tile.expert < 0) return;
         // Claim the next item now so the atomic's latency hides behind this one's loads.
@@ -373,12 +363,11 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         const KBlockRange blocks = split_k_range(k_blocks, k_splits, tile.k_split);
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
-        if (discrete && !warm && tile.expert != mapped_expert) {
+        if (discrete && tile.expert != mapped_expert) {
             ptx::fence_proxy_tensormap_acquire(expert_map);
             mapped_expert = tile.expert;
         }
         for (int32_t kb = blocks.begin; kb < blocks.end; ++kb) {
-            if (warm) return;
             ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
             if (ptx::elect_one_sync()) {
                 auto& st = s.stages[stage];
@@ -1177,7 +1166,6 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
         for (int i = 0; i < Cfg::kMathWarpgroups; ++i) ptx::mbarrier_init(&s.pre_full[i], 1);
         s.status = 0;
-        s.warm_offset = kSegmentAlignment;
         ptx::fence_mbarrier_init();
     }
     if (thread == 32) {
@@ -1211,15 +1199,12 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-        // Warp 0 produces; warp 1 runs the same code first on made-up offsets (produce's `warm`).
-        const int warp = __shfl_sync(0xffffffffu, thread / 32, 0);
-        if (warp <= 1) {
-            const bool warm = warp == 1;
-            if (!warm) store_offsets(s.offsets, first, args, shared_counts, lane);
-            produce<Cfg>(s, a_map, b_map, args, valid_rows, warm);
+        if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) {
+            store_offsets(s.offsets, first, args, shared_counts, lane);
+            produce<Cfg>(s, a_map, b_map, args, valid_rows);
             // One CTA reports bad offsets and counts, once its tiles are all handed out; the
             // scheduler in every CTA skips the experts they touch and clamps the counts.
-            if (!warm && blockIdx.x == 0 && args.device_status != nullptr) {
+            if (blockIdx.x == 0 && args.device_status != nullptr) {
                 report_offsets<32>(s.offsets, valid_rows, &s.status, args, lane);
             }
         }
