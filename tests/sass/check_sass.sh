@@ -32,8 +32,9 @@
 #            256-wide half-tile one-CTA K-major kernel alone and issues no HGMMA.64x256x16 (its
 #            tiles are two n128 blocks), with the sigmoid's MUFU.EX2 / MUFU.RCP and TMA stores;
 #            the warp-store kernels the epilogue's shared-memory slices and 16-byte global
-#            stores (STS, LDS.128, STG.E.128); the TMA-store kernels (grouped_gemm_sm90_tma_store) stmatrix (STSM) and
-#            TMA stores (UTMASTG) instead, and no 16-byte global stores or slice reads; the dGLU
+#            stores (STS, LDS.128, STG.E.128); the TMA-store kernels
+#            (grouped_gemm_sm90_tma_store) stmatrix (STSM) and TMA stores (UTMASTG) instead, and
+#            no 16-byte global stores or slice reads; the dGLU
 #            kernels that load the pre-activation by TMA (grouped_gemm_sm90_dglu) 2D TMA loads
 #            into their output buffer, 32-bit shared loads and stores in place (LDS, STS), the
 #            proxy fence, TMA stores, and no global stores of d_pre (no STG.E.128); no local
