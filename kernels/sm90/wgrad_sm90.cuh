@@ -15,8 +15,9 @@
 // them transposed. Warpgroups 1 and 2 each own 64 rows of P and issue m64 n kTileQ k16 wgmma,
 // keeping one batch in flight, then store their accumulators: from registers
 // (wgrad_epilogue_sm90.cuh), or, for a dense output overwritten or accumulated into in fp32,
-// through a staging atom per warpgroup and TMA stores or reduce-adds (wgrad_tma_store_sm90.cuh). Empty experts get their zeros from
-// registers either way.
+// through a staging atom per warpgroup and TMA stores or reduce-adds (wgrad_tma_store_sm90.cuh;
+// a 16-bit tile's last atoms stored behind the next tile's first MMAs). Empty experts get their
+// zeros from registers either way.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (a type only)
@@ -50,6 +51,9 @@ struct WgradConfig {
     // Staging atoms per math warpgroup for the TMA store path (wgrad_tma_store_sm90.cuh): with
     // two, a warpgroup writes one atom while the store of the one before reads the other.
     static constexpr int kStagingSlots = kStagingSlots_;
+    // Atoms of a 16-bit tile held in registers and stored behind the next tile's first wgmma
+    // batch (WgradHeldAtoms): its last, one per staging slot.
+    static constexpr int kHeldAtoms = kTileQ_ / wgrad_atom_columns(2) > kStagingSlots ? kStagingSlots : 0;
     static constexpr int kBlockRows = kWgradBlockRows;  // rows r (the GEMM's K) per stage
     static constexpr int kMathWarpgroups = 2;
     static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
@@ -157,11 +161,12 @@ __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const 
 }
 
 // One tile's sum over its k-blocks: m64 n kTileQ k16 wgmma with both operands MN-major, keeping
-// one batch in flight and releasing each stage as soon as its batch is done.
+// one batch in flight and releasing each stage as soon as its batch is done. Once the first batch
+// is issued, the atoms the previous tile held back are stored.
 template <class Cfg>
 __device__ __forceinline__ void wgrad_main_loop(WgradSharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup,
                                                 int lane, float (&acc)[Cfg::kTileQ / 2], uint32_t& stage,
-                                                uint32_t& phase) {
+                                                uint32_t& phase, WgradHeldAtoms<Cfg::kHeldAtoms>& held) {
     using Mma = ptx::Wgmma<Cfg::kTileQ, /*kTransposeB=*/1, /*kTransposeA=*/1>;
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -181,6 +186,7 @@ __device__ __forceinline__ void wgrad_main_loop(WgradSharedStorage<Cfg>& s, int3
                      ptx::wgmma_desc_advance(b_desc0, k * kWgradK16Bytes), (kb > 0 || k > 0) ? 1u : 0u);
         }
         ptx::wgmma_commit();
+        if (kb == 0) held.write();
 #pragma unroll
         for (int r = 0; r < Cfg::kTileQ / 2; ++r) ptx::wgmma_fence_operand(acc[r]);
         if (kb > 0) {
@@ -207,13 +213,14 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
     float acc[Cfg::kTileQ / 2];
     uint32_t stage = 0, phase = 0;
     const bool tma_store = args.store_path == kWgradStoreTma;
+    WgradHeldAtoms<Cfg::kHeldAtoms> held;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_full[slot], (i / Cfg::kTileRing) & 1);
         const WgradTileSlot tile = read_wgrad_slot(&s.tiles[slot], lane);
         if (lane == 0) ptx::mbarrier_arrive(&s.tile_empty[slot]);
         if (tile.expert < 0) {
-            if (tma_store) finish_wgrad_tma_stores();
+            if (tma_store) finish_wgrad_tma_stores(held);
             return;
         }
         if (tile.action == static_cast<int32_t>(WgradAction::kSkip)) continue;
@@ -231,7 +238,7 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
             store_wgrad_zeros<Cfg::kTileQ>(fragment, args.out_dtype);
             continue;
         }
-        wgrad_main_loop<Cfg>(s, tile.k_blocks, warpgroup, lane, acc, stage, phase);
+        wgrad_main_loop<Cfg>(s, tile.k_blocks, warpgroup, lane, acc, stage, phase, held);
         if (tma_store) {
             WgradTmaStore store;
             store.out_map = out_map;
@@ -245,7 +252,7 @@ __device__ __forceinline__ void wgrad_compute(WgradSharedStorage<Cfg>& s, const 
             store.expert = tile.expert;
             store.alpha = fragment.alpha;
             store.accumulate = args.accumulate != 0;
-            store_wgrad_tile_tma<Cfg::kTileQ, Cfg::kStagingSlots>(store, args.out_dtype, acc);
+            store_wgrad_tile_tma<Cfg::kTileQ, Cfg::kStagingSlots>(store, args.out_dtype, acc, held);
         } else {
             store_wgrad_tile<Cfg::kTileQ>(fragment, args.out_dtype, args.accumulate != 0, acc);
         }

@@ -14,6 +14,11 @@
 // second barrier, and the storing thread issues the box and commits it as a bulk group of its
 // own. Before the warpgroup exits, the storing thread waits for all its stores
 // (finish_wgrad_tma_stores).
+//
+// With a 16-bit output, a tile's last atoms, one per slot, are held back in registers
+// (WgradHeldAtoms) and written and stored behind the next tile's first wgmma batch instead: the
+// tensor cores do not wait for them, and the 256-wide kernel's epilogue (four atoms, two slots)
+// never waits for a slot.
 #pragma once
 
 #include <cuda.h>
@@ -85,21 +90,111 @@ __device__ __forceinline__ void write_wgrad_atom(const WgradTmaStore& e, const f
     }
 }
 
-template <class T, int kTileQ, int kSlots>
-__device__ __forceinline__ void store_wgrad_atoms(const WgradTmaStore& e, const float (&acc)[kTileQ / 2]) {
+// The last kHeld atoms of a tile of 16-bit output, as the pairs the thread would write (the same
+// bits), and where they go; written into slots 0 .. kHeld - 1 and stored by write(), which the
+// next tile's main loop calls once its first wgmma batch is issued (or finish_wgrad_tma_stores).
+// kHeld = 0: nothing is held back.
+template <int kHeld>
+struct WgradHeldAtoms {
+    static constexpr int kGroups = wgrad_atom_columns(2) / 8;  // 8-column groups per atom
+    uint32_t pairs[kHeld][kGroups][2];                         // [atom][group][top, bottom]
+    const CUtensorMap* out_map;
+    const uint8_t* atom;  // slot 0
+    uint32_t atom_addr;
+    uint32_t barrier;
+    int32_t row_begin;
+    int32_t column;       // the first held atom's first column
+    int32_t expert;
+    int32_t atoms = 0;    // atoms held (0: none); the same in every thread of the warpgroup
+
+    __device__ __forceinline__ void write() {
+        if (atoms == 0) return;
+        const bool storer = threadIdx.x % 128 == 0;
+        if (storer) ptx::tma_store_wait_read<0>();  // the slots are free once earlier stores read them
+        ptx::named_barrier_sync(barrier, 128);
+        const int thread = threadIdx.x % 128;
+        const int top = wgrad_pair_row(thread, 0), bottom = wgrad_pair_row(thread, 1);
+#pragma unroll
+        for (int a = 0; a < kHeld; ++a) {
+            if (a >= atoms) break;
+            const uint32_t slot_addr = atom_addr + static_cast<uint32_t>(a * kWgradAtomBytes);
+#pragma unroll
+            for (int g = 0; g < kGroups; ++g) {
+                const int column_in_atom = wgrad_pair_column(thread, g);
+                ptx::st_shared_b32(slot_addr + wgrad_pair_offset(top, column_in_atom, 2), pairs[a][g][0]);
+                ptx::st_shared_b32(slot_addr + wgrad_pair_offset(bottom, column_in_atom, 2), pairs[a][g][1]);
+            }
+        }
+        ptx::fence_proxy_async_shared();
+        ptx::named_barrier_sync(barrier, 128);
+        if (storer) {
+#pragma unroll
+            for (int a = 0; a < kHeld; ++a) {
+                if (a >= atoms) break;
+                ptx::tma_store_3d(out_map, atom + a * kWgradAtomBytes, column + a * wgrad_atom_columns(2), row_begin,
+                                  expert);
+                ptx::tma_store_commit();
+            }
+        }
+        atoms = 0;
+    }
+};
+
+template <>
+struct WgradHeldAtoms<0> {
+    __device__ __forceinline__ void write() {}
+};
+
+// The pairs write_wgrad_atom would write for atom `a` of a 16-bit tile, kept in registers.
+template <class T, int kTileQ, int kHeld>
+__device__ __forceinline__ void hold_wgrad_atom(const WgradTmaStore& e, const float (&acc)[kTileQ / 2], int a,
+                                                uint32_t (&pairs)[WgradHeldAtoms<kHeld>::kGroups][2]) {
+    constexpr int kGroups = WgradHeldAtoms<kHeld>::kGroups;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+        const int j = a * kGroups + g;
+        pairs[g][0] = packed_pair<T>(__fmul_rn(acc[4 * j], e.alpha), __fmul_rn(acc[4 * j + 1], e.alpha));
+        pairs[g][1] = packed_pair<T>(__fmul_rn(acc[4 * j + 2], e.alpha), __fmul_rn(acc[4 * j + 3], e.alpha));
+    }
+}
+
+template <class T, int kTileQ, int kSlots, int kHeld>
+__device__ __forceinline__ void store_wgrad_atoms(const WgradTmaStore& e, const float (&acc)[kTileQ / 2],
+                                                  WgradHeldAtoms<kHeld>& held) {
     constexpr int kAtomColumns = wgrad_atom_columns(static_cast<int>(sizeof(T)));
     constexpr int kAtoms = kTileQ / kAtomColumns;
+    // Atoms from kFirstHeld on are held back (16-bit outputs only: the pairs are 32 bits).
+    constexpr int kFirstHeld = sizeof(T) == 2 ? kAtoms - kHeld : kAtoms;
     static_assert(kTileQ % kAtomColumns == 0, "whole atoms");
+    static_assert(kFirstHeld == kAtoms || (kHeld == kSlots && kAtoms > kSlots),
+                  "a tile's last atoms are held, one per slot");
     const bool storer = threadIdx.x % 128 == 0;
     if (e.row_begin >= e.p) return;  // a P tail that leaves the warpgroup no rows: nothing to store
 #pragma unroll
     for (int a = 0; a < kAtoms; ++a) {
         const int32_t column = e.q_begin + a * kAtomColumns;
         if (column >= e.q) break;  // Q tail: nothing left of the tile
+        if constexpr (kFirstHeld < kAtoms && kHeld > 0) {
+            if (a >= kFirstHeld) {
+                if (a == kFirstHeld) {
+                    held.out_map = e.out_map;
+                    held.atom = e.atom;
+                    held.atom_addr = e.atom_addr;
+                    held.barrier = e.barrier;
+                    held.row_begin = e.row_begin;
+                    held.column = column;
+                    held.expert = e.expert;
+                }
+                held.atoms = a - kFirstHeld + 1;
+                hold_wgrad_atom<T, kTileQ, kHeld>(e, acc, a, held.pairs[a - kFirstHeld]);
+                continue;
+            }
+        }
         // Atom a goes to slot a % kSlots, free once the store that last read it has done so: at
-        // the tile's first atom every earlier store (the last tile's, issued before this tile's
-        // main loop), after that the store kSlots atoms back, with kSlots - 1 younger ones left
-        // to read theirs. The first kSlots atoms but the first find their slot free already.
+        // the tile's first atom every earlier store (the last tile's; its held atoms' were issued
+        // after this tile's first wgmma batch), after that the store kSlots atoms back, with
+        // kSlots - 1 younger ones left to read theirs. The first kSlots atoms but the first find
+        // their slot free already.
         const int slot = a % kSlots;
         if (a == 0 || a >= kSlots) {
             if (storer) {
@@ -132,19 +227,21 @@ __device__ __forceinline__ void store_wgrad_atoms(const WgradTmaStore& e, const 
     }
 }
 
-template <int kTileQ, int kSlots>
+template <int kTileQ, int kSlots, int kHeld>
 __device__ __forceinline__ void store_wgrad_tile_tma(const WgradTmaStore& e, int32_t dtype,
-                                                     const float (&acc)[kTileQ / 2]) {
+                                                     const float (&acc)[kTileQ / 2], WgradHeldAtoms<kHeld>& held) {
     switch (dtype) {
-        case kBF16: store_wgrad_atoms<__nv_bfloat16, kTileQ, kSlots>(e, acc); break;
-        case kFP16: store_wgrad_atoms<__half, kTileQ, kSlots>(e, acc); break;
-        default: store_wgrad_atoms<float, kTileQ, kSlots>(e, acc); break;
+        case kBF16: store_wgrad_atoms<__nv_bfloat16, kTileQ, kSlots, kHeld>(e, acc, held); break;
+        case kFP16: store_wgrad_atoms<__half, kTileQ, kSlots, kHeld>(e, acc, held); break;
+        default: store_wgrad_atoms<float, kTileQ, kSlots, kHeld>(e, acc, held); break;
     }
 }
 
-// Before the warpgroup exits: its shared memory must outlive the reads, and the output must be
-// written when the kernel ends.
-__device__ __forceinline__ void finish_wgrad_tma_stores() {
+// Before the warpgroup exits: the held atoms are stored, its shared memory must outlive the
+// reads, and the output must be written when the kernel ends.
+template <int kHeld>
+__device__ __forceinline__ void finish_wgrad_tma_stores(WgradHeldAtoms<kHeld>& held) {
+    held.write();
     if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();
 }
 

@@ -566,8 +566,9 @@ TEST_CASE("wgrad store paths: TMA stores equal register stores bitwise (dtypes, 
     for (int32_t dtype : {GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16}) {
         // P tails inside the first and the second math warpgroup's rows (P % 128 = 8 and 72) and
         // one that leaves the second warpgroup no rows (P = 64); Q tails inside an atom of either
-        // width (Q % 64 = 8, Q % 32 = 24) and a Q below one atom (8).
-        const int64_t shapes[][2] = {{264, 392}, {200, 520}, {136, 8}, {64, 120}, {392, 136}};
+        // width (Q % 64 = 8, Q % 32 = 24) and a Q below one atom (8). The last: 256-wide tiles, more
+        // of them than CTAs, so a CTA's next tile stores the atoms its last one held back.
+        const int64_t shapes[][2] = {{264, 392}, {200, 520}, {136, 8}, {64, 120}, {392, 136}, {1000, 1024}};
         for (const auto& shape : shapes) {
             for (int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
                 WgradCase c;
@@ -646,21 +647,25 @@ TEST_CASE("sanitizer: wgrad TMA store path with P and Q tails and an empty exper
         int32_t dtype;
         bool accumulate;  // fp32 only: the path's reduce-add form
     };
-    for (const Output output : {Output{GGEMM_DTYPE_FP32, false}, Output{GGEMM_DTYPE_BF16, false},
-                                Output{GGEMM_DTYPE_FP16, false}, Output{GGEMM_DTYPE_FP32, true}}) {
-        const int32_t dtype = output.dtype;
-        WgradCase c;
-        c.label = "sanitizer TMA store";
-        c.accumulate = output.accumulate;
-        c.experts = 3;
-        c.p = 200;
-        c.q = 120;
-        c.out_dtype = dtype;
-        c.offsets = {256, 256, 768};
-        c.m = 1024;
-        c.seed = 900 + static_cast<uint64_t>(dtype) + (output.accumulate ? 10 : 0);
-        REQUIRE(store_line(c).rfind("store: TMA", 0) == 0);
-        run_and_verify(c);
+    // Q = 120 runs the 128-wide tile, Q = 392 the 256-wide one (16-bit: two atoms held back, one
+    // in the Q tail's tile).
+    for (const int64_t q : {120, 392}) {
+        for (const Output output : {Output{GGEMM_DTYPE_FP32, false}, Output{GGEMM_DTYPE_BF16, false},
+                                    Output{GGEMM_DTYPE_FP16, false}, Output{GGEMM_DTYPE_FP32, true}}) {
+            const int32_t dtype = output.dtype;
+            WgradCase c;
+            c.label = "sanitizer TMA store";
+            c.accumulate = output.accumulate;
+            c.experts = 3;
+            c.p = 200;
+            c.q = q;
+            c.out_dtype = dtype;
+            c.offsets = {256, 256, 768};
+            c.m = 1024;
+            c.seed = 900 + static_cast<uint64_t>(dtype) + (output.accumulate ? 10 : 0) + static_cast<uint64_t>(q);
+            REQUIRE(store_line(c).rfind("store: TMA", 0) == 0);
+            run_and_verify(c);
+        }
     }
 }
 
