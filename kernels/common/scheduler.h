@@ -86,6 +86,15 @@ struct TileCoord {
 
 GGEMM_HD bool fits_uint32(int64_t v) { return v >= 0 && v <= int64_t{0xffffffff}; }
 
+// The index of the lowest set bit of a non-zero v (the shift that divides by a power of two).
+GGEMM_HD uint32_t low_bit_index(uint32_t v) {
+#if defined(__CUDA_ARCH__)
+    return static_cast<uint32_t>(__ffs(static_cast<int>(v)) - 1);
+#else
+    return static_cast<uint32_t>(__builtin_ctz(v));
+#endif
+}
+
 // Position of tile `local` of an expert with m_blocks x n_blocks tiles, in raster groups of
 // group_m row blocks (row block fastest inside a group). group_m must be even.
 struct TilePosition {
@@ -97,13 +106,22 @@ GGEMM_HD TilePosition raster_tile(int64_t local, int32_t m_blocks, int32_t n_blo
     const int64_t tiles_per_group = static_cast<int64_t>(group_m) * n_blocks;
     if (fits_uint32(local) && fits_uint32(tiles_per_group)) {
         // 32-bit division is inline on the GPU; 64-bit division is a called routine, whose
-        // instructions the producer fetches before it can issue a CTA's first load.
+        // instructions the producer fetches before it can issue a CTA's first load. Each division
+        // by a runtime value is a chain of about twenty dependent instructions on the producer's
+        // way to a call's first load, so the common cases skip them: the first group (every tile
+        // of a call of one round), and groups of a power-of-two number of row blocks (a group cut
+        // short by an expert of few rows: 2 for the 256-row segment), divided by shifts.
         const uint32_t tiles = static_cast<uint32_t>(tiles_per_group);
-        const uint32_t group = static_cast<uint32_t>(local) / tiles;
+        const uint32_t group = static_cast<uint32_t>(local) < tiles ? 0u : static_cast<uint32_t>(local) / tiles;
         const uint32_t first_m = group * static_cast<uint32_t>(group_m);
         const uint32_t left = static_cast<uint32_t>(m_blocks) - first_m;
         const uint32_t rows_in_group = left < static_cast<uint32_t>(group_m) ? left : static_cast<uint32_t>(group_m);
         const uint32_t within = static_cast<uint32_t>(local) - group * tiles;
+        if ((rows_in_group & (rows_in_group - 1)) == 0) {
+            const uint32_t shift = low_bit_index(rows_in_group);
+            return {static_cast<int32_t>(first_m + (within & (rows_in_group - 1))),
+                    static_cast<int32_t>(within >> shift)};
+        }
         return {static_cast<int32_t>(first_m + within % rows_in_group), static_cast<int32_t>(within / rows_in_group)};
     }
     const int32_t group = static_cast<int32_t>(local / tiles_per_group);

@@ -360,7 +360,10 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         // Claim the next item now so the atomic's latency hides behind this one's loads.
         item = dynamic ? claim_item(args.tile_counter, leader) : item + static_item_stride<Cfg>();
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
-        const KBlockRange blocks = split_k_range(k_blocks, k_splits, tile.k_split);
+        // Unsplit, every k-block: split_k_range's divisions would sit between a call's start and
+        // its first load.
+        const KBlockRange blocks =
+            k_splits > 1 ? split_k_range(k_blocks, k_splits, tile.k_split) : KBlockRange{0, k_blocks};
 
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
         if (discrete && tile.expert != mapped_expert) {

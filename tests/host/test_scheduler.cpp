@@ -3,6 +3,7 @@
 // unsafe offsets and weight pointers skip exactly the experts they touch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -93,6 +94,33 @@ TEST_CASE("scheduler: raster_tile is a bijection with row blocks paired") {
             }
         }
     }
+}
+
+TEST_CASE("scheduler: raster_tile's shortcuts take the positions the divisions give") {
+    // The first group skips one division, groups of a power-of-two number of row blocks divide
+    // by shifts: every group size from 1 to group_m, first and later groups, against the
+    // raster order written out.
+    for (int32_t group_m : {2, 8, 16}) {
+        for (int32_t m_blocks = 1; m_blocks <= 3 * group_m + 1; ++m_blocks) {
+            for (int32_t n_blocks : {1, 3, 7, 16}) {
+                const int64_t per_group = int64_t{group_m} * n_blocks;
+                for (int64_t local = 0; local < int64_t{m_blocks} * n_blocks; ++local) {
+                    const int64_t first_m = local / per_group * group_m;
+                    const int64_t rows = std::min<int64_t>(group_m, m_blocks - first_m);
+                    const int64_t within = local % per_group;
+                    const auto p = ggemm::raster_tile(local, m_blocks, n_blocks, group_m);
+                    CAPTURE(group_m);
+                    CAPTURE(m_blocks);
+                    CAPTURE(n_blocks);
+                    CAPTURE(local);
+                    REQUIRE(p.m_block == first_m + within % rows);
+                    REQUIRE(p.n_block == within / rows);
+                }
+            }
+        }
+    }
+    for (uint32_t shift = 0; shift < 32; ++shift) CHECK(ggemm::low_bit_index(1u << shift) == shift);
+    CHECK(ggemm::low_bit_index(12u) == 2u);
 }
 
 TEST_CASE("scheduler: raster_tile takes the same positions past 32-bit tile indices") {
