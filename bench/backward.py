@@ -15,6 +15,8 @@ over several sets (bench/peers.py's method and helpers):
   grouped_mm    torch._grouped_mm(dY, W, offs=padded_offsets, out_dtype=bf16): W (L, N, K) is
                 the (L, K', N') operand it takes
   dense         torch.mm(dY, W_0): cuBLAS on the same M x N' x K', one expert's weight
+  ggemm_NAME    with --alt-kernel NAME=PREFIX: ggemm_nmajor on the kernel variant whose name
+                starts with PREFIX (GGEMM_KERNEL), in the same rounds
 Checked first: ggemm_nmajor against torch._grouped_mm (relative Frobenius error <= 1e-2, output
 poisoned first), and bitwise against ggemm_fwd on the transposed weights and ggemm_nmajor_ones.
 TFLOP/s = 2*M*N'*K' / median time. Writes backward.json into --out and prints a table.
@@ -32,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import ggemm_ctypes as gg  # noqa: E402
-from peers import load_cases, rel_error, short_error, time_ops  # noqa: E402
+from peers import forced_kernel, load_cases, rel_error, short_error, time_ops  # noqa: E402
 
 CHECK_TOLERANCE = 1e-2
 MAX_SETS = 16
@@ -48,7 +50,16 @@ def parse_args():
     p.add_argument("--sets", type=int, default=0, help="input sets to rotate (0: enough to defeat L2)")
     p.add_argument("--lead-cycles", type=int, default=200000)
     p.add_argument("--out", default="out/backward")
-    return p.parse_args()
+    p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
+                   help="also time ggemm_nmajor on the kernel variant named PREFIX... (repeatable)")
+    opts = p.parse_args()
+    opts.alternatives = []
+    for spec in opts.alt_kernel:
+        name, _, prefix = spec.partition("=")
+        if not name or not prefix:
+            p.error("--alt-kernel %s is not NAME=PREFIX" % spec)
+        opts.alternatives.append(("ggemm_" + name, prefix))
+    return opts
 
 
 class DgradData:
@@ -77,22 +88,24 @@ class DgradData:
             torch.arange(self.L, dtype=torch.int32, device=dev), torch.tensor(counts, device=dev))
         self.d = {name: torch.empty(self.m, self.n, dtype=bf16, device=dev)
                   for name in ("ggemm_nmajor", "ggemm_nmajor_ones", "ggemm_fwd", "deepgemm_nn", "dense")}
+        self.d_alt = torch.empty(self.m, self.n, dtype=bf16, device=dev)  # the --alt-kernel runs'
 
 
 class GgemmDgrad:
     """One ggemm plan (N-major on W, or K-major on its transpose) with args per input set; alpha
     and prob NULL, or arrays of ones with `ones`."""
 
-    def __init__(self, lib, torch, data, name, n_major, ones):
-        self.plan = lib.plan(lib.plan_desc(
-            device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
-            num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
-            d_dtype=gg.DTYPE_BF16, weight_layout=1 if n_major else 0))
+    def __init__(self, lib, torch, data, name, n_major, ones, prefix=None):
+        with forced_kernel(prefix):
+            self.plan = lib.plan(lib.plan_desc(
+                device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
+                num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
+                d_dtype=gg.DTYPE_BF16, weight_layout=1 if n_major else 0))
         self.description = self.plan.describe()
         ws = self.plan.workspace_size()
         self.workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
         weights = data.w if n_major else data.w_t
-        out = data.d[name]
+        out = data.d_alt if prefix else data.d[name]
         self.args = [lib.args(m=data.m, a=data.dy[s].data_ptr(), b=weights[s].data_ptr(),
                               padded_offsets=data.offs.data_ptr(), alpha=data.ones_l.data_ptr() if ones else None,
                               prob=data.ones_m.data_ptr() if ones else None, d=out.data_ptr(),
@@ -116,6 +129,19 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
             result.setdefault("plans", {})[name] = g.description
             ops.append((name, lambda s, g=g: g.run(s, handle)))
         except Exception as e:  # noqa: BLE001 - record and go on with the peers
+            result["errors"][name] = short_error(e)
+    for name, prefix in opts.alternatives:
+        try:
+            g = GgemmDgrad(lib, torch, data, name, True, False, prefix)
+            plans.append(g)
+            result.setdefault("plans", {})[name] = g.description
+            data.d_alt.fill_(float("nan"))
+            g.run(0, handle)
+            torch.cuda.synchronize()
+            ref = torch._grouped_mm(data.dy[0], data.w[0], offs=data.offs, out_dtype=torch.bfloat16)
+            result.setdefault("alt_rel_err", {})[name] = rel_error(data.d_alt, ref)
+            ops.append((name, lambda s, g=g: g.run(s, handle)))
+        except Exception as e:  # noqa: BLE001
             result["errors"][name] = short_error(e)
     peers = [
         ("grouped_mm", lambda s: torch._grouped_mm(data.dy[s], data.w[s], offs=data.offs, out_dtype=torch.bfloat16)),
@@ -154,7 +180,8 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
     except Exception as e:  # noqa: BLE001
         result["errors"]["timing"] = short_error(e)
     t = result.get("tflops", {})
-    for peer in ("deepgemm_nn", "grouped_mm", "dense", "ggemm_fwd", "ggemm_nmajor_ones"):
+    for peer in ("deepgemm_nn", "grouped_mm", "dense", "ggemm_fwd", "ggemm_nmajor_ones") + tuple(
+            name for name, _ in opts.alternatives):
         if "ggemm_nmajor" in t and peer in t:
             result["ratio_" + peer] = t["ggemm_nmajor"] / t[peer]
     for g in plans:
@@ -210,6 +237,12 @@ def main():
             fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_ggemm_fwd"), ".3f"),
             fmt(r.get("ratio_ggemm_nmajor_ones"), ".3f"), fmt(check.get("rel_err"), ".1e"),
             check.get("bitwise_equal_to_k_major", "-"), check.get("bitwise_equal_to_ones", "-")))
+        for name, _ in opts.alternatives:
+            if name in t:
+                print("%s on %s: %.0f TFLOP/s, ggemm N-major / it %.3f, it / DeepGEMM nn %s, rel err %s" % (
+                    name, r["name"], t[name], r.get("ratio_" + name, float("nan")),
+                    fmt(t[name] / t["deepgemm_nn"] if "deepgemm_nn" in t else None, ".3f"),
+                    fmt(r.get("alt_rel_err", {}).get(name), ".1e")))
         for name, error in r.get("errors", {}).items():
             print("  %s: %s: %s" % (r["name"], name, error))
     return 1 if failures else 0
