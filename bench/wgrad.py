@@ -19,13 +19,16 @@ case, summed over each expert's padded rows (dW_g = dY_g^T X_g with dY (M, N), X
        dense        one torch.mm of the same size: (P x M) @ (M x Q), a reference, not a bound
        ggemm_bf16_NAME  (--alt-lib NAME=PATH) ggemm_bf16 from another build of libggemm.so,
                     checked against torch._grouped_mm like ggemm_bf16
+       ggemm_bf16_dynamic, ggemm_fp32_dynamic  (--also-dynamic) ggemm_bf16 and ggemm_fp32 with
+                    the other scheduler than --scheduler's; the bf16 output must equal
+                    ggemm_bf16's bitwise
 TFLOP/s = 2 * M * P * Q / median time, M = padded_offsets[-1].
 
 Writes wgrad.json into --out and prints a table (ggemm over each peer at the peer's own
 output dtype: grouped_mm against ggemm_bf16, deep_gemm against ggemm_fp32).
 
 usage: python3 bench/wgrad.py --lib build-gpu/libggemm.so [--cases a,b] [--rounds 20]
-                              [--alt-lib NAME=PATH ...]
+                              [--alt-lib NAME=PATH ...] [--also-dynamic]
 """
 import argparse
 import ctypes as C
@@ -120,6 +123,9 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--scheduler", choices=("static", "dynamic"), default="static")
+    p.add_argument("--also-dynamic", action="store_true",
+                   help="also time bf16 overwrite and fp32 accumulate with the other scheduler, in the same "
+                        "rounds (reported as ggemm_bf16_dynamic and ggemm_fp32_dynamic, or _static)")
     p.add_argument("--out", default="out", help="folder of wgrad.json")
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
                    help="also time another build of libggemm.so (bf16 output, overwrite) in the same rounds, "
@@ -184,6 +190,12 @@ def run_case(torch, lib, alt_libs, deep_gemm, case, opts, stream):
         for name, alt_lib in alt_libs:
             alts.append((name, Wgrad(alt_lib, m, p, q, experts, DTYPE_BF16, 0, scheduler)))
             plans.append(alts[-1][1])
+        other = None  # (suffix, bf16 plan, fp32 accumulate plan) of the other scheduler
+        if opts.also_dynamic:
+            suffix = "static" if scheduler == 1 else "dynamic"
+            other = (suffix, Wgrad(lib, m, p, q, experts, DTYPE_BF16, 0, 1 - scheduler),
+                     Wgrad(lib, m, p, q, experts, DTYPE_FP32, 1, 1 - scheduler))
+            plans.extend(other[1:])
         result["plan"] = bf16.describe().splitlines()[2]
         workspace = torch.empty(max(bf16.workspace_size, 128), dtype=torch.uint8, device=device)
         out_bf16 = torch.full((experts, p, q), float("nan"), dtype=torch.bfloat16, device=device)
@@ -206,6 +218,17 @@ def run_case(torch, lib, alt_libs, deep_gemm, case, opts, stream):
             alt_args = plan.args(m, x1, x2, offsets, out, alt_workspace, status)
             alt_outputs.append((name, out))
             ops.append(("ggemm_bf16_" + name, lambda plan=plan, alt_args=alt_args: plan.run(alt_args, handle)))
+        out_other = None
+        if other is not None:
+            suffix, bf16_other, fp32_other = other
+            other_workspace = torch.empty(max(bf16_other.workspace_size, fp32_other.workspace_size, 128),
+                                          dtype=torch.uint8, device=device)
+            out_other = torch.full((experts, p, q), float("nan"), dtype=torch.bfloat16, device=device)
+            main_grad_other = torch.zeros((experts, p, q), dtype=torch.float32, device=device)
+            args_bf16_other = bf16_other.args(m, x1, x2, offsets, out_other, other_workspace, status)
+            args_fp32_other = fp32_other.args(m, x1, x2, offsets, main_grad_other, other_workspace, status)
+            ops.append(("ggemm_bf16_" + suffix, lambda: bf16_other.run(args_bf16_other, handle)))
+            ops.append(("ggemm_fp32_" + suffix, lambda: fp32_other.run(args_fp32_other, handle)))
         # The peers: torch._grouped_mm's K-grouped form, DeepGEMM's k-grouped kernel, one dense mm.
         x1t = x1.t()
         torch.cuda.synchronize()  # inputs were made on the default stream
@@ -223,6 +246,8 @@ def run_case(torch, lib, alt_libs, deep_gemm, case, opts, stream):
             result["errors"]["check_%s_vs_grouped_mm" % name] = rel_error(torch, out.float(), ref.float())
         if not torch.equal(out_bf16.view(torch.int16), out_registers.view(torch.int16)):
             raise RuntimeError("the TMA and register store paths differ bitwise")
+        if out_other is not None and not torch.equal(out_bf16.view(torch.int16), out_other.view(torch.int16)):
+            raise RuntimeError("the static and dynamic schedulers differ bitwise")
         result["plan_store"] = [line for line in bf16.describe().splitlines() if line.startswith("store:")][0][:40]
         ops.append(("grouped_mm", lambda: torch._grouped_mm(x1t, x2, offs=offsets, out_dtype=torch.bfloat16)))
         if deep_gemm is not None:
@@ -301,6 +326,16 @@ def main():
                     if "failure" not in r and r["tflops"].get("ggemm_bf16_" + name)]
         print("geomean ggemm_bf16/ggemm_bf16_%s %.3f over %d cases (above 1: --lib is faster)"
               % (name, geo(over_alt), len(over_alt)))
+    for suffix in ("static", "dynamic"):
+        pairs = [(r["tflops"].get("ggemm_bf16_" + suffix), r["tflops"].get("grouped_mm"),
+                  r["tflops"].get("ggemm_fp32_" + suffix), r["tflops"].get("deep_gemm"), r["tflops"].get("ggemm_bf16"))
+                 for r in results if "failure" not in r]
+        if any(p[0] for p in pairs):
+            print("the %s scheduler: geomean ggemm/torch (bf16) %.3f, ggemm/DeepGEMM (fp32 accumulate) %.3f, "
+                  "over --scheduler's bf16 %.3f" % (
+                      suffix, geo([a / b for a, b, _, _, _ in pairs if a and b]),
+                      geo([c / d for _, _, c, d, _ in pairs if c and d]),
+                      geo([a / e for a, _, _, _, e in pairs if a and e])))
     failed = [r["name"] for r in results if "failure" in r or
               any(error > CHECK_TOLERANCE for error in r["errors"].values())]
     if failed:

@@ -75,8 +75,10 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
             static_cast<long long>(tiles), desc.num_experts);
     appendf(&text, "scheduler: %s\n",
             desc.scheduler == GGEMM_SCHEDULER_STATIC
-                ? "static (tiles dealt over the persistent grid by a fixed rule)"
-                : "dynamic (tiles claimed from a counter in the workspace, zeroed in-stream)");
+                ? "static (tiles dealt round-robin over the persistent grid; a tile costs its expert's rows, so "
+                  "where experts are uneven some CTAs finish early: the dynamic scheduler keeps them busy)"
+                : "dynamic (tiles claimed from a counter in the workspace, zeroed in-stream: CTAs stay busy "
+                  "however uneven the experts' rows)");
     appendf(&text, "grid: %d persistent CTAs (%d SMs - margin %d, at most one per tile)\n", plan.grid, device.sm_count,
             desc.sm_margin);
     appendf(&text, "workspace: %llu bytes per call in flight\n", static_cast<unsigned long long>(plan.workspace_bytes));

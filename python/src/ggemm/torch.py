@@ -585,7 +585,7 @@ class GroupedGemm:
 # --- the weight gradient ---------------------------------------------------------------------------
 
 def wgrad(x1, x2, padded_offsets, alpha=None, out=None, *, out_dtype=torch.float32,
-          accumulate=False, dynamic_sched=False, sm_margin=0, check_status=False):
+          accumulate=False, dynamic_sched=True, sm_margin=0, check_status=False):
     """The weight gradient grouped along the rows: for each expert g with rows
     [padded_offsets[g-1], padded_offsets[g]) of x1 (M, P) and x2 (M, Q), both bf16,
 
@@ -598,6 +598,9 @@ def wgrad(x1, x2, padded_offsets, alpha=None, out=None, *, out_dtype=torch.float
     with no rows is then left untouched, while without accumulate it gets zeros. Returns out (or
     the new tensor). Offsets stay on the device: nothing synchronizes unless check_status=True
     (not allowed during graph capture), which raises GgemmError on bad offsets or pointers.
+    dynamic_sched (default True): tiles are claimed from a counter, so CTAs stay busy when
+    experts hold uneven numbers of rows (a tile costs its expert's rows); False deals them over
+    the grid by a fixed rule. The results are the same bit for bit.
 
     Per-expert buffers: their addresses are copied to the device on every call (an (L,) int64
     tensor); keep the tensors alive until the call has run."""
