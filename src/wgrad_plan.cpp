@@ -73,12 +73,24 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
                         "overwritten, or accumulated into in fp32)");
     appendf(&text, "tiles: %lld (%d experts x P blocks x Q blocks), each summing all of its expert's rows (no split of K)\n",
             static_cast<long long>(tiles), desc.num_experts);
+    // A tile costs its expert's rows (kernels/common/wgrad_schedule.h).
     appendf(&text, "scheduler: %s\n",
-            desc.scheduler == GGEMM_SCHEDULER_STATIC
-                ? "static (tiles dealt round-robin over the persistent grid; a tile costs its expert's rows, so "
-                  "where experts are uneven some CTAs finish early: the dynamic scheduler keeps them busy)"
-                : "dynamic (tiles claimed from a counter in the workspace, zeroed in-stream: CTAs stay busy "
-                  "however uneven the experts' rows)");
+            desc.scheduler == GGEMM_SCHEDULER_DYNAMIC
+                ? "dynamic (tiles claimed from a counter in the workspace, zeroed in-stream: CTAs stay busy "
+                  "however uneven the experts' rows)"
+            : variant.arch == 90
+                ? tiles / desc.num_experts < plan.grid
+                      ? "static (where the experts' rows differ, each CTA sorts the experts by rows on the device "
+                        "and the tiles, largest experts first, are dealt over the persistent grid in rounds, every "
+                        "other round in the opposite direction; else round-robin in expert order. Some CTAs still "
+                        "finish early where experts are uneven: the dynamic scheduler keeps them busy)"
+                      : "static (tiles dealt round-robin over the persistent grid in expert order: each expert "
+                        "has as many tiles as the grid has CTAs or more, so each CTA gets about as many of every "
+                        "expert's; a tile costs its expert's rows, and where experts are uneven some CTAs still "
+                        "finish early: the dynamic scheduler keeps them busy)"
+                : "static (tiles dealt round-robin over the persistent grid in expert order; a tile costs its "
+                  "expert's rows, so where experts are uneven some CTAs finish early: the dynamic scheduler "
+                  "keeps them busy)");
     appendf(&text, "grid: %d persistent CTAs (%d SMs - margin %d, at most one per tile)\n", plan.grid, device.sm_count,
             desc.sm_margin);
     appendf(&text, "workspace: %llu bytes per call in flight\n", static_cast<unsigned long long>(plan.workspace_bytes));

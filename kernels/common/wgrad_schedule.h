@@ -3,10 +3,18 @@
 // tests check the code the kernel runs.
 //
 // Every expert has the same number of tiles (its output is P x Q whatever its rows), so a tile
-// index maps to its expert by one division: tiles are numbered expert by expert, the P block
-// varying fastest inside an expert. Which rows an expert sums is the forward's rule
-// (scheduler.h, expert_rows): both offsets usable, in order, and the begin not below any earlier
-// usable offset, so that no row can be counted by two experts whatever the device memory holds.
+// index maps to its expert slot by one division: tiles are numbered slot by slot, the P block
+// varying fastest inside a slot. Which rows an expert sums is the forward's rule (scheduler.h,
+// expert_rows): both offsets usable, in order, and the begin not below any earlier usable
+// offset, so that no row can be counted by two experts whatever the device memory holds.
+//
+// A tile costs its expert's rows. Where each expert has fewer tiles than the grid has CTAs and
+// the experts' rows differ, the SM90 kernel's static deal fills the slots in decreasing order of
+// the experts' rows (WgradOrderKey; wgrad_order.cuh sorts them on the device) and deals the tiles
+// in rounds of the grid, every other round in the opposite direction (wgrad_static_item), which
+// pairs a CTA's large tile in one round with a small one in the next. Otherwise, and with the
+// dynamic scheduler (whose CTAs claim the next tile as they finish one) or on SM100, the slots
+// follow the experts' own order, dealt round-robin by the static scheduler.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +91,44 @@ struct ExpertRowCursor {
         return {r.row_begin, r.row_end, usable};
     }
 };
+
+// An expert's place in the SM90 order: its row blocks (descending), then its index (ascending),
+// packed so that a larger key comes first, with whether its offsets are usable in the lowest bit
+// (an unusable expert sums nothing: 0 blocks). Never 0, so 0 pads a sort to a power of two.
+struct WgradOrderKey {
+    static constexpr int kBlockShift = 12;  // bits 1-11: 2047 - expert, in 1024 ... 2047
+    static constexpr int64_t kMaxBlocks = (int64_t{1} << (31 - kBlockShift)) - 1;  // larger ones tie
+
+    GGEMM_HD static uint32_t make(int64_t blocks, bool usable, int32_t expert) {
+        const int64_t b = blocks < kMaxBlocks ? blocks : kMaxBlocks;
+        return static_cast<uint32_t>(b) << kBlockShift | static_cast<uint32_t>(2047 - expert) << 1 |
+               (usable ? 1u : 0u);
+    }
+    GGEMM_HD static int32_t expert(uint32_t key) { return 2047 - static_cast<int32_t>(key >> 1 & 2047u); }
+    GGEMM_HD static bool usable(uint32_t key) { return (key & 1u) != 0; }
+};
+static_assert(kMaxExperts <= 1024, "an expert index fits the key's index bits");
+
+// A slot of the SM90 order as shared memory keeps it: the expert, and whether it is usable.
+GGEMM_HD uint16_t wgrad_order_entry(uint32_t key) {
+    return static_cast<uint16_t>(WgradOrderKey::expert(key) | (WgradOrderKey::usable(key) ? 0x8000 : 0));
+}
+GGEMM_HD int32_t wgrad_order_expert(uint16_t entry) { return entry & 0x7fff; }
+GGEMM_HD bool wgrad_order_usable(uint16_t entry) { return (entry & 0x8000) != 0; }
+
+// The rows of the expert in an order slot: its offsets as they are when usable (wgrad_order.cuh
+// checked them, high water included), else none.
+GGEMM_HD WgradExpert wgrad_order_rows(uint16_t entry, const int32_t* offsets) {
+    const int32_t g = wgrad_order_expert(entry);
+    if (!wgrad_order_usable(entry)) return {0, 0, false};
+    return {g == 0 ? 0 : offsets[g - 1], offsets[g], true};
+}
+
+// The static scheduler's `step`-th work item of CTA `cta` on the SM90 kernel: the items in rounds
+// of `grid`, even rounds dealt from CTA 0 up, odd ones from the last CTA down.
+GGEMM_HD int64_t wgrad_static_item(int64_t step, int32_t cta, int32_t grid) {
+    return step * grid + ((step & 1) != 0 ? grid - 1 - cta : cta);
+}
 
 // What one tile does.
 enum class WgradAction : int32_t {

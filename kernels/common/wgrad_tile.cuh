@@ -22,17 +22,17 @@ struct WgradTileSlot {
     int32_t row_begin; // the expert's first row (kSum)
 };
 
-// What tile `position` does: the scheduling thread decides once, the other roles follow.
-// kBlockRows: rows r (the GEMM's K) per pipeline stage; segments hold whole blocks.
+// What tile `position` of an expert whose rows are `rows` does: the scheduling thread decides
+// once, the other roles follow. kBlockRows: rows r (the GEMM's K) per pipeline stage; segments
+// hold whole blocks.
 template <int kBlockRows>
-__device__ __forceinline__ WgradTileSlot plan_tile(const WgradTilePosition& position, ExpertRowCursor& cursor,
+__device__ __forceinline__ WgradTileSlot plan_tile(const WgradTilePosition& position, const WgradExpert& rows,
                                                    const WgradKernelArgs& args) {
     static_assert(kSegmentAlignment % kBlockRows == 0, "segments hold whole k-blocks: no row tails");
     WgradTileSlot slot{};
     slot.expert = position.expert;
     slot.action = static_cast<int32_t>(WgradAction::kSkip);
     if (position.expert < 0) return slot;
-    const WgradExpert rows = cursor.rows(position.expert);
     bool out_ok = true;
     if (args.output_mode == kWgradOutputPointers) {
         slot.out = args.out_ptrs[position.expert];

@@ -132,7 +132,9 @@ __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const 
     int64_t item = dynamic ? static_cast<int64_t>(atomicAdd(args.tile_counter, 1ull)) : blockIdx.x;
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
-        const WgradTileSlot tile = plan_tile<Cfg::kBlockRows>(tiles.at(item), cursor, args);
+        const WgradTilePosition position = tiles.at(item);
+        const WgradExpert rows = position.expert >= 0 ? cursor.rows(position.expert) : WgradExpert{0, 0, false};
+        const WgradTileSlot tile = plan_tile<Cfg::kBlockRows>(position, rows, args);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
         s.tiles[slot] = tile;

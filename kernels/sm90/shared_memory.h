@@ -8,10 +8,11 @@ namespace ggemm::sm90 {
 
 constexpr int kSharedMemoryLimit = 227 * 1024;  // per block (opt-in)
 
-// The experts whose offsets fit in `bytes` of shared memory: whole groups of 32 (one per warp
-// lane), at most the contract's kMaxExperts.
-constexpr int offset_capacity(int bytes) {
-    return bytes / 4 / 32 * 32 >= kMaxExperts ? kMaxExperts : bytes / 4 / 32 * 32;
+// The experts whose offsets (and whatever else a kernel keeps per expert: bytes_per_expert in
+// all) fit in `bytes` of shared memory: whole groups of 32 (one per warp lane), at most the
+// contract's kMaxExperts.
+constexpr int offset_capacity(int bytes, int bytes_per_expert = 4) {
+    return bytes / bytes_per_expert / 32 * 32 >= kMaxExperts ? kMaxExperts : bytes / bytes_per_expert / 32 * 32;
 }
 
 }  // namespace ggemm::sm90

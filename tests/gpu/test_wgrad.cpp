@@ -694,3 +694,34 @@ TEST_CASE("wgrad: 256 experts on the 256-wide kernel (two staging atoms), 257 on
         run_and_verify(c);
     }
 }
+
+TEST_CASE("wgrad: 1024 experts of uneven rows, both schedulers bitwise equal (the SM90 order's longest sort)") {
+    // Experts of 0-3 segments in no order of size, and one bad offset: the SM90 kernel sorts all
+    // 1024 by their rows before its first load and deals the slots in that order.
+    WgradCase c;
+    c.label = "1024 uneven experts";
+    c.experts = 1024;
+    c.p = 40;
+    c.q = 136;
+    c.out_dtype = GGEMM_DTYPE_FP32;
+    c.seed = 1100;
+    int32_t end = 0;
+    for (int32_t g = 0; g < c.experts; ++g) {
+        end += 256 * static_cast<int32_t>((g * 7 + g / 5) % 4);
+        c.offsets.push_back(end);
+    }
+    c.offsets[600] = c.offsets[599] + 100;  // misaligned: experts 600 and 601 are skipped
+    c.m = end;
+    const WgradHost host = make_host(c);
+    std::vector<std::vector<uint8_t>> results;
+    for (int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+        c.scheduler = scheduler;
+        uint32_t status = 0;
+        std::string guard_problem;
+        results.push_back(run_wgrad(c, host, &status, &guard_problem));
+        CHECK(guard_problem.empty());
+        CHECK((status & GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED) != 0);
+    }
+    verify_wgrad(describe(c), c, host, results[0]);
+    CHECK_MESSAGE(results[0] == results[1], "static and dynamic schedulers differ bitwise: " << describe(c));
+}

@@ -241,8 +241,19 @@ TEST_CASE("wgrad planner: tile along Q, grid, workspace, description") {
           std::string::npos);
     CHECK(plan.description.find("tiles: 7168 (8 experts") != std::string::npos);  // 8 x 32 x 28
     CHECK(plan.description.find("chosen   column use 1.0000  wgrad_q256") != std::string::npos);
+    // 896 tiles an expert on 132 CTAs: the static deal stays round-robin in expert order.
+    CHECK(plan.description.find("static (tiles dealt round-robin over the persistent grid in expert order") !=
+          std::string::npos);
 
     ggemm_wgrad_desc desc = valid_wgrad_desc();
+    desc.p = 2048;  // qwen3's fc2: 16 x 3 = 48 tiles an expert, fewer than the 132 CTAs
+    desc.q = 768;
+    desc.num_experts = 128;
+    plan = wgrad_plan(desc);
+    CHECK(plan.description.find("static (where the experts' rows differ, each CTA sorts the experts by rows") !=
+          std::string::npos);
+
+    desc = valid_wgrad_desc();
     desc.q = 640;  // 256- and 192-wide tiles would compute 768 columns, 128-wide exactly 640
     desc.scheduler = GGEMM_SCHEDULER_DYNAMIC;
     desc.accumulate = 1;

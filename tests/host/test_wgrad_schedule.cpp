@@ -1,9 +1,12 @@
 // The weight gradient's device logic on the CPU: the tile numbering, the expert row cursor against
-// the contract's rule written out independently, what each tile does, the output-pointer check,
-// and the MN-major wgmma descriptors against the address maps of the PTX ISA and of TMA.
+// the contract's rule written out independently, the SM90 order of experts and its static deal,
+// what each tile does, the output-pointer check, and the MN-major wgmma descriptors against the
+// address maps of the PTX ISA and of TMA.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <ios>
 #include <set>
 #include <tuple>
@@ -29,7 +32,177 @@ bool usable_by_rule(const std::vector<int32_t>& offsets, int32_t g, int64_t m) {
     return true;
 }
 
+// Offsets that grow by 0 to max_step segments of 256 rows, one in about `bad_one_in` a bad value:
+// negative, misaligned, anywhere up to max_segments segments (out of order), or past M.
+std::vector<int32_t> adversarial_offsets(ggemm_test::Rng& rng, int32_t experts, int64_t m, int64_t max_step,
+                                         int64_t bad_one_in, int64_t max_segments) {
+    std::vector<int32_t> offsets(static_cast<size_t>(experts));
+    int64_t end = 0;
+    for (int32_t g = 0; g < experts; ++g) {
+        end += 256 * rng.between(0, max_step);
+        int64_t value = end;
+        switch (rng.below(bad_one_in)) {
+            case 0: value = -256 * rng.between(1, 4); break;
+            case 1: value = end + 1 + rng.below(255); break;
+            case 2: value = 256 * rng.between(0, max_segments); break;
+            case 3: value = m + 256; break;
+            default: break;
+        }
+        offsets[static_cast<size_t>(g)] = static_cast<int32_t>(value);
+    }
+    return offsets;
+}
+
+// The SM90 order of experts from the cursor's rows: each expert's key (WgradOrderKey), sorted
+// largest first, as slot entries. kernels/common/wgrad_order.cuh builds the same on the device.
+std::vector<uint16_t> order_by_rule(const std::vector<int32_t>& offsets, int64_t m) {
+    ggemm::ExpertRowCursor cursor(offsets.data(), m);
+    std::vector<uint32_t> keys;
+    for (int32_t g = 0; g < static_cast<int32_t>(offsets.size()); ++g) {
+        const ggemm::WgradExpert rows = cursor.rows(g);
+        keys.push_back(ggemm::WgradOrderKey::make((rows.row_end - rows.row_begin) / 64, rows.usable, g));
+    }
+    std::sort(keys.begin(), keys.end(), std::greater<uint32_t>());
+    std::vector<uint16_t> order;
+    for (uint32_t key : keys) order.push_back(ggemm::wgrad_order_entry(key));
+    return order;
+}
+
+// Each CTA's row blocks under a deal: tile t of `per` per slot costs its expert's blocks plus
+// `overhead`; cta_of(step, cta) is the item a CTA takes at each step.
+template <class Deal>
+std::vector<double> cta_loads(const std::vector<double>& slot_cost, int64_t per, int32_t grid, Deal item_of) {
+    std::vector<double> load(static_cast<size_t>(grid), 0.0);
+    const int64_t items = static_cast<int64_t>(slot_cost.size()) * per;
+    for (int32_t cta = 0; cta < grid; ++cta)
+        for (int64_t step = 0;; ++step) {
+            const int64_t item = item_of(step, cta);
+            if (item >= items) break;
+            load[static_cast<size_t>(cta)] += slot_cost[static_cast<size_t>(item / per)];
+        }
+    return load;
+}
+
 }  // namespace
+
+TEST_CASE("wgrad order keys: more row blocks first, then the lower index; never 0") {
+    using Key = ggemm::WgradOrderKey;
+    CHECK(Key::make(5, true, 900) > Key::make(4, true, 0));
+    CHECK(Key::make(4, true, 3) > Key::make(4, true, 7));
+    CHECK(Key::make(4, false, 3) > Key::make(4, true, 7));  // usability never reorders
+    CHECK(Key::make(0, false, 1023) > 0u);
+    CHECK(Key::make(Key::kMaxBlocks + 100, true, 2) == Key::make(Key::kMaxBlocks, true, 2));  // clamped
+    CHECK(Key::make(Key::kMaxBlocks, true, 0) < 0x80000000u);
+    for (int32_t g : {0, 1, 517, 1023}) {
+        for (bool usable : {false, true}) {
+            const uint32_t key = Key::make(int64_t{1} << 18, usable, g);
+            CHECK(Key::expert(key) == g);
+            CHECK(Key::usable(key) == usable);
+            const uint16_t entry = ggemm::wgrad_order_entry(key);
+            CHECK(ggemm::wgrad_order_expert(entry) == g);
+            CHECK(ggemm::wgrad_order_usable(entry) == usable);
+        }
+    }
+}
+
+TEST_CASE("wgrad order: every expert in one slot, largest first, with the cursor's rows") {
+    ggemm_test::Rng rng(77);
+    for (int trial = 0; trial < 2000; ++trial) {
+        const int32_t experts = static_cast<int32_t>(rng.between(1, 40));
+        const int64_t m = 256 * rng.between(0, 60);
+        const std::vector<int32_t> offsets = adversarial_offsets(rng, experts, m, 6, 12, 20);
+        CAPTURE(trial);
+        const std::vector<uint16_t> order = order_by_rule(offsets, m);
+        REQUIRE(order.size() == offsets.size());
+        ggemm::ExpertRowCursor cursor(offsets.data(), m);
+        std::vector<ggemm::WgradExpert> rows;
+        for (int32_t g = 0; g < experts; ++g) rows.push_back(cursor.rows(g));
+        std::set<int32_t> seen;
+        int64_t previous_blocks = INT64_MAX;
+        for (uint16_t entry : order) {
+            const int32_t g = ggemm::wgrad_order_expert(entry);
+            REQUIRE(g >= 0);
+            REQUIRE(g < experts);
+            CHECK(seen.insert(g).second);
+            const ggemm::WgradExpert got = ggemm::wgrad_order_rows(entry, offsets.data());
+            const ggemm::WgradExpert& want = rows[static_cast<size_t>(g)];
+            CHECK(got.usable == want.usable);
+            CHECK(got.row_begin == want.row_begin);
+            CHECK(got.row_end == want.row_end);
+            const int64_t blocks = (got.row_end - got.row_begin) / 64;
+            CHECK(blocks <= previous_blocks);
+            previous_blocks = blocks;
+        }
+    }
+}
+
+TEST_CASE("wgrad static deal: each item once, rounds of the grid in alternating directions") {
+    for (int32_t grid : {1, 2, 7, 132}) {
+        for (int64_t items : {int64_t{0}, int64_t{1}, int64_t{grid} - 1, int64_t{grid}, int64_t{5} * grid + 3}) {
+            CAPTURE(grid);
+            CAPTURE(items);
+            std::vector<int> taken(static_cast<size_t>(items), 0);
+            for (int32_t cta = 0; cta < grid; ++cta) {
+                int64_t previous = -1;
+                for (int64_t step = 0;; ++step) {
+                    const int64_t item = ggemm::wgrad_static_item(step, cta, grid);
+                    CHECK(item / grid == step);  // one item a round
+                    if (item >= items) break;
+                    CHECK(item > previous);
+                    previous = item;
+                    ++taken[static_cast<size_t>(item)];
+                }
+            }
+            for (int count : taken) CHECK(count == 1);
+        }
+    }
+    CHECK(ggemm::wgrad_static_item(0, 3, 132) == 3);
+    CHECK(ggemm::wgrad_static_item(1, 3, 132) == 132 + 128);
+    CHECK(ggemm::wgrad_static_item(2, 3, 132) == 264 + 3);
+}
+
+TEST_CASE("wgrad static deal: experts of uneven rows, largest first, even out the CTAs") {
+    // qwen3's weight gradient on bench/moe_shapes.json: 128 experts of 2-60 segments of 256 rows,
+    // 48 tiles each (P = 2048, Q = 768 on 128 x 256 tiles), 132 CTAs; a tile costs its row
+    // blocks and about two more.
+    const int32_t experts = 128;
+    const int64_t per = 48;
+    const int32_t grid = 132;
+    std::vector<int32_t> offsets;
+    ggemm_test::Rng rng(5);
+    int32_t end = 0;
+    for (int32_t g = 0; g < experts; ++g) {
+        const int64_t segments = g % 37 == 5 ? 60 : (g % 11 == 2 ? 12 : rng.between(2, 5));
+        end += static_cast<int32_t>(256 * segments);
+        offsets.push_back(end);
+    }
+    const int64_t m = end;
+    ggemm::ExpertRowCursor cursor(offsets.data(), m);
+    std::vector<double> in_expert_order;
+    for (int32_t g = 0; g < experts; ++g) {
+        const ggemm::WgradExpert rows = cursor.rows(g);
+        in_expert_order.push_back(static_cast<double>(rows.row_end - rows.row_begin) / 64 + 2);
+    }
+    std::vector<double> in_sorted_order;
+    for (uint16_t entry : order_by_rule(offsets, m)) {
+        const ggemm::WgradExpert rows = ggemm::wgrad_order_rows(entry, offsets.data());
+        in_sorted_order.push_back(static_cast<double>(rows.row_end - rows.row_begin) / 64 + 2);
+    }
+    double total = 0;
+    for (double cost : in_expert_order) total += cost * static_cast<double>(per);
+    const double ideal = total / grid;
+    const auto busiest = [](const std::vector<double>& load) { return *std::max_element(load.begin(), load.end()); };
+    const double round_robin = busiest(cta_loads(in_expert_order, per, grid, [&](int64_t step, int32_t cta) {
+        return step * grid + cta;
+    }));
+    const double sorted_deal = busiest(cta_loads(in_sorted_order, per, grid, [&](int64_t step, int32_t cta) {
+        return ggemm::wgrad_static_item(step, cta, grid);
+    }));
+    CAPTURE(round_robin / ideal);
+    CAPTURE(sorted_deal / ideal);
+    CHECK(round_robin / ideal > 1.2);
+    CHECK(sorted_deal / ideal < 1.12);
+}
 
 TEST_CASE("wgrad tiles: every (expert, P block, Q block) once, expert-major, P block fastest") {
     const ggemm::WgradTiles tiles = ggemm::wgrad_tiles(3, 264, 392, 128, 256);
@@ -72,20 +245,7 @@ TEST_CASE("wgrad expert cursor: the contract's rule on random and adversarial of
     for (int trial = 0; trial < 3000; ++trial) {
         const int32_t experts = static_cast<int32_t>(rng.between(1, 12));
         const int64_t m = 256 * rng.between(0, 10);
-        std::vector<int32_t> offsets(static_cast<size_t>(experts));
-        int64_t end = 0;
-        for (int32_t g = 0; g < experts; ++g) {
-            end += 256 * rng.between(0, 3);
-            int64_t value = end;
-            switch (rng.below(10)) {  // now and then a bad value
-                case 0: value = -256 * rng.between(1, 4); break;
-                case 1: value = end + 1 + rng.below(255); break;
-                case 2: value = 256 * rng.between(0, 12); break;
-                case 3: value = m + 256; break;
-                default: break;
-            }
-            offsets[static_cast<size_t>(g)] = static_cast<int32_t>(value);
-        }
+        const std::vector<int32_t> offsets = adversarial_offsets(rng, experts, m, 3, 10, 12);
         ggemm::ExpertRowCursor cursor(offsets.data(), m);
         std::vector<bool> row_taken(static_cast<size_t>(m), false);
         for (int32_t g = 0; g < experts; ++g) {
