@@ -6,7 +6,8 @@ case, summed over each expert's padded rows (dW_g = dY_g^T X_g with dY (M, N), X
 
   1. check: ggemm (alpha = 1, bf16 overwrite) against the torch._grouped_mm K-grouped form; the
      relative Frobenius error must be <= 1e-2 (outputs poisoned with NaN first);
-  2. time, in interleaved rounds (the order rotates every round), medians of event-timed runs:
+  2. time, in interleaved rounds (a random order each round, the same in every run), medians of
+     event-timed runs:
        ggemm_bf16   ggemm_wgrad_execute, bf16 output, overwrite (TMA store path, the default)
        ggemm_bf16_registers  the same through the register store path (GGEMM_WGRAD_STORE=registers
                     at plan creation); its output must equal ggemm_bf16's bitwise
@@ -35,12 +36,14 @@ import ctypes as C
 import json
 import math
 import os
+import random
 import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 DTYPE_BF16, DTYPE_FP32 = 1, 3
+ORDER_SEED = 2026  # the rounds' op orders: random, the same in every run
 OUTPUT_DENSE = 0
 CHECK_TOLERANCE = 1e-2
 
@@ -144,12 +147,16 @@ def rel_error(torch, got, ref):
 
 
 def time_ops(torch, stream, ops, rounds, warmup):
-    """Interleaved rounds, the op order rotating every round; {name: [ms, ...]}."""
+    """Interleaved rounds, each in a fresh random order (fixed seed); {name: [ms, ...]}.
+
+    A rotating order keeps every op after the same neighbour, and what runs just before moves a
+    kernel's time: two builds of the same kernel, always one after a compute-bound op and the
+    other after a memory-bound one, read up to 4 % apart."""
     events = {name: (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for name, _ in ops}
     samples = {name: [] for name, _ in ops}
+    order = random.Random(ORDER_SEED)
     for r in range(warmup + rounds):
-        shift = r % len(ops)
-        for name, fn in ops[shift:] + ops[:shift]:
+        for name, fn in order.sample(ops, len(ops)):
             start, stop = events[name]
             start.record(stream)
             fn()
