@@ -28,6 +28,17 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
 #endif
 }
 
+// mbarrier.arrive.shared::cta.b64 _, [addr], count;                          PTX 7.8, sm_90
+// `count` arrivals at once, with mbarrier_arrive's release semantics: one thread arriving for
+// others whose work it has seen complete.
+__device__ __forceinline__ void mbarrier_arrive_count(uint64_t* bar, uint32_t count) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
 // mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], tx_count;              PTX 8.0, sm_90
 // One arrival plus the bytes the TMA copies that complete this phase will deliver.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {

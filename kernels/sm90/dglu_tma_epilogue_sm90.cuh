@@ -1,17 +1,25 @@
 // dGLU through TMA (a bf16 saved pre-activation and a bf16 d_pre): the epilogue of the kernels
-// whose output buffer holds twice the tile's columns (Config::kTmaStoreDglu).
+// whose tiles' pre-activation passes through the operand ring (Config::kTmaStoreDglu).
 //
 // R's 32-column block b of a tile pairs with the pre-activation's 64 columns 2 n_begin + 64 b ..
-// (gate then up), which is one column atom of the buffer (epilogue_layout.h: 64 rows x 128 bytes,
-// 128-byte swizzled, the shared-memory side of one TMA box of {64 columns, 64 rows}). So:
-//   1. during the tile's main loop one thread of the warpgroup loads the warpgroup's 64 rows of
-//      those columns into its buffer with TMA (load_pre_tile), once the previous tile's stores
-//      have read the buffer;
+// (gate then up): one column atom (epilogue_layout.h: 64 rows x 128 bytes, 128-byte swizzled,
+// the shared-memory side of one TMA box of {64 columns, 64 rows}). A tile's atoms fill
+// kDgluSlots ring slots after its last k-block, each slot kDgluSlotAtoms atoms of each math
+// warpgroup: warpgroup w's atom b at slot b / kDgluSlotAtoms, position w kDgluSlotAtoms +
+// b % kDgluSlotAtoms. So:
+//   1. the producer loads them into the slots that follow the tile's k-blocks (load_pre_slot),
+//      so that the ring keeps every stage for the operands during the main loop;
 //   2. after the main loop every thread reads the gate and up pairs of its own accumulators from
-//      the buffer, computes d_gate and d_up and writes them back to the same bytes: d_pre has the
-//      pre-activation's layout, so the buffer becomes the tile's d_pre in place, each element
-//      read and written by one thread;
-//   3. the same thread as in 1 stores the atoms with TMA (D's map: dims {2N, M}).
+//      the slots, computes d_gate and d_up and writes them back to the same bytes: d_pre has the
+//      pre-activation's layout, so the slots become the tile's d_pre in place, each element read
+//      and written by one thread;
+//   3. one thread of the warpgroup stores its atoms with TMA (D's map: dims {2N, M}); once the
+//      next tile's first wgmma batch is issued, it waits until they have read the slots and
+//      releases both slots for its warpgroup's four warps (release_pre_slots).
+// A ring slot holds the operands of a k-block (128 x 64 of A and 128 x 64 of B: 32 KB) or four
+// atoms: the 128-wide tile's 256 pre-activation columns fill two. A buffer of its own, the
+// pre-activation took two of the seven stages' room for the whole main loop; waiting on the five
+// left, the math warps spent a third of their time for operands (docs/PERFORMANCE.md).
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh), so
 // both output designs give the same bits.
 //
@@ -38,33 +46,58 @@
 
 namespace ggemm::sm90 {
 
-// What one thread's share of a tile's dGLU epilogue through TMA needs besides the accumulators.
-struct TmaDgluEpilogue {
-    TmaStoreEpilogue out;         // the buffer (kTileN / 32 atoms), D's map ({2N, M}), rows and columns
-    const CUtensorMap* pre_map;   // the saved pre-activation: dims {2N, M}, box {64, 64}, 128-byte swizzle
-    uint64_t* pre_full;           // the warpgroup's barrier: its rows of the tile's pre-activation landed
-    uint32_t pre_parity;          // the phase of pre_full this tile completes
-    int32_t width;                // R's columns of this tile or piece (a multiple of 64, or up to N)
-};
+// Ring slots per tile, and pre-activation atoms per warpgroup in a slot.
+constexpr int kDgluSlots = 2;
+constexpr int kDgluSlotAtoms = 2;
+constexpr int kDgluWarpgroups = 2;
+constexpr uint32_t kDgluSlotBytes = kDgluWarpgroups * kDgluSlotAtoms * kAtomBytes;
 
-// Pre-activation atoms a tile or piece covers: one per 32 columns of R, none past 2N.
-__device__ __forceinline__ int pre_atoms(const TmaDgluEpilogue& e) {
-    const int32_t r_end = e.out.n_begin + e.width < e.out.t.n ? e.out.n_begin + e.width : e.out.t.n;
-    return (r_end - e.out.n_begin + kGluBlockColumns - 1) / kGluBlockColumns;
+// Pre-activation atoms of a tile or piece for each warpgroup: one per 32 columns of R from
+// n_begin, none past R's width n.
+__device__ __forceinline__ int dglu_pre_atoms(int32_t n_begin, int32_t width, int32_t n) {
+    const int32_t r_end = n_begin + width < n ? n_begin + width : n;
+    return (r_end - n_begin + kGluBlockColumns - 1) / kGluBlockColumns;
 }
 
-// Step 1, by the warpgroup's storing thread: waits until the previous tile's stores have read
-// the buffer, then loads this tile's pre-activation atoms into it on pre_full.
-__device__ __forceinline__ void load_pre_tile(const TmaDgluEpilogue& e) {
-    ptx::tma_store_wait_read<0>();
-    const int atoms = pre_atoms(e);
-    ptx::mbarrier_arrive_expect_tx(e.pre_full, static_cast<uint32_t>(atoms * kAtomBytes));
-    // The buffer is read-only to the TMA-store epilogue's threads; here TMA writes it.
-    uint8_t* buffer = const_cast<uint8_t*>(e.out.buffer);
-    for (int a = 0; a < atoms; ++a) {
-        ptx::tma_load_2d(buffer + a * kAtomBytes, e.pre_map, e.pre_full,
-                         2 * e.out.n_begin + a * kAtomColumns, e.out.row_begin);
+// Step 1, by the producer's elected lane: slot `slot` of a tile (kDgluSlots in a row after its
+// k-blocks) on its full barrier. A slot past the tile's atoms gets no bytes and completes with
+// the arrival alone.
+__device__ __forceinline__ void load_pre_slot(uint8_t* stage, uint64_t* full, const CUtensorMap* pre_map,
+                                              int slot, int32_t n_begin, int32_t width, int32_t n,
+                                              int32_t row_begin) {
+    const int atoms = dglu_pre_atoms(n_begin, width, n) - slot * kDgluSlotAtoms;
+    const int count = atoms < 0 ? 0 : (atoms > kDgluSlotAtoms ? kDgluSlotAtoms : atoms);
+    ptx::mbarrier_arrive_expect_tx(full, static_cast<uint32_t>(count * kDgluWarpgroups * kAtomBytes));
+    for (int w = 0; w < kDgluWarpgroups; ++w) {
+        for (int j = 0; j < count; ++j) {
+            ptx::tma_load_2d(stage + (w * kDgluSlotAtoms + j) * kAtomBytes, pre_map, full,
+                             2 * n_begin + (slot * kDgluSlotAtoms + j) * kAtomColumns, row_begin + w * kSliceRows);
+        }
     }
+}
+
+// The ring slots of one tile's pre-activation, as the math warpgroups see them.
+struct DgluSlots {
+    uint8_t* stage[kDgluSlots];  // the slots' bytes (generic addresses: TMA stores read them)
+    uint64_t* full[kDgluSlots];
+    uint64_t* empty[kDgluSlots];
+    uint32_t parity[kDgluSlots];  // the phase of full each slot completes for this tile
+};
+
+// What one thread's share of a tile's dGLU epilogue through TMA needs besides the accumulators.
+struct TmaDgluEpilogue {
+    TmaStoreEpilogue out;  // D's map ({2N, M}), rows and columns, the warpgroup's named barrier
+    int32_t width;         // R's columns of this tile or piece (a multiple of 64, or up to N)
+    int warpgroup;
+};
+
+// Step 3's release, by the warpgroup's storing thread: waits until its stores have read the
+// slots (d_pre), then arrives on each slot's empty barrier for the warpgroup's four warps (each
+// warp's reads and writes of the slots came before the barrier that preceded the stores).
+__device__ __forceinline__ void release_pre_slots(const DgluSlots& slots) {
+    ptx::tma_store_wait_read<0>();
+#pragma unroll
+    for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_arrive_count(slots.empty[c], 4);
 }
 
 __device__ __forceinline__ float2 bf16_pair_to_float2(uint32_t bits) {
@@ -78,9 +111,11 @@ __device__ __forceinline__ uint32_t float2_to_bf16_pair(float2 v) {
 
 // Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width).
 template <int32_t kActivation, int kTileN>
-__device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const DgluSlots& slots,
+                                               const float (&acc)[kTileN / 2]) {
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;  // R groups of a 32-column block
     constexpr int kBlocks = kTileN / kGluBlockColumns;
+    static_assert(kBlocks == kDgluSlots * kDgluSlotAtoms, "a tile's pre-activation fills its slots");
     const EpilogueTile& t = e.out.t;
     const int thread = threadIdx.x % 128;
     const int warp = thread / 32;
@@ -89,12 +124,19 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const f
     const int64_t top = e.out.row_begin + row;
     const int32_t n_end = e.out.n_begin + e.width < t.n ? e.out.n_begin + e.width : t.n;
     float prob_sum[2] = {0.f, 0.f};
-    ptx::mbarrier_wait(e.pre_full, e.pre_parity);
+    uint32_t atoms[kBlocks];
+#pragma unroll
+    for (int block = 0; block < kBlocks; ++block) {
+        atoms[block] = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
+                       (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+    }
+#pragma unroll
+    for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
         if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
-        const uint32_t atom = e.out.buffer_addr + block * kAtomBytes;
+        const uint32_t atom = atoms[block];
 #pragma unroll
         for (int g = 0; g < kGroupsPerBlock; ++g) {
             const int j = block * kGroupsPerBlock + g;
@@ -128,10 +170,13 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const f
     ptx::fence_proxy_async_shared();  // this thread's d_pre writes, before the TMA reads them
     ptx::named_barrier_sync(e.out.barrier, 128);
     if (thread == 0) {
-        const int atoms = pre_atoms(e);
-        for (int a = 0; a < atoms; ++a) {
-            ptx::tma_store_2d(e.out.d_map, e.out.buffer + a * kAtomBytes, 2 * e.out.n_begin + a * kAtomColumns,
-                              e.out.row_begin);
+        const int count = dglu_pre_atoms(e.out.n_begin, e.width, t.n);
+#pragma unroll
+        for (int a = 0; a < kBlocks; ++a) {  // unrolled: the slots' pointers stay in registers
+            if (a >= count) break;
+            const uint8_t* atom = slots.stage[a / kDgluSlotAtoms] +
+                                  (e.warpgroup * kDgluSlotAtoms + a % kDgluSlotAtoms) * kAtomBytes;
+            ptx::tma_store_2d(e.out.d_map, atom, 2 * e.out.n_begin + a * kAtomColumns, e.out.row_begin);
         }
         ptx::tma_store_commit();
     }
@@ -139,11 +184,12 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const f
 
 // The activation chosen at run time: one instance of each per kernel.
 template <int kTileN>
-__device__ __forceinline__ void store_dglu_tma_tile(const TmaDgluEpilogue& e, const float (&acc)[kTileN / 2]) {
+__device__ __forceinline__ void store_dglu_tma_tile(const TmaDgluEpilogue& e, const DgluSlots& slots,
+                                                    const float (&acc)[kTileN / 2]) {
     if (e.out.t.activation == kActivationSwiglu) {
-        store_dglu_tma<kActivationSwiglu, kTileN>(e, acc);
+        store_dglu_tma<kActivationSwiglu, kTileN>(e, slots, acc);
     } else {
-        store_dglu_tma<kActivationClampedGeglu, kTileN>(e, acc);
+        store_dglu_tma<kActivationClampedGeglu, kTileN>(e, slots, acc);
     }
 }
 

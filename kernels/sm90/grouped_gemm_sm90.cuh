@@ -85,9 +85,11 @@ struct Config {
     // Whether the kernel can split K (kernels/common/split_k.h): not in clusters, where both CTAs
     // would count their partials on one tile's counters, nor 32 wide (split_k.h sizes the
     // counters and the 32-bit work-item count for tiles of 64 columns or more).
-    // dGLU through TMA (a store buffer of twice the tile's columns: the saved pre-activation
-    // comes in by TMA, becomes d_pre in place and leaves by TMA; dglu_tma_epilogue_sm90.cuh).
+    // dGLU through TMA (kStoreColumns: the tile's pre-activation columns, twice its own): the
+    // saved pre-activation comes in by TMA into ring slots after the tile's k-blocks, becomes
+    // d_pre in place and leaves by TMA (dglu_tma_epilogue_sm90.cuh). No output buffer of its own.
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
+    static constexpr int kBufferAtoms = kTmaStoreDglu ? 0 : kStoreAtoms;  // per math warpgroup
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
     // fused GLU forward alone (GluEpilogue).
@@ -125,7 +127,7 @@ struct Config {
         kOutput == Output::kWarpStores
             ? ggemm::kMaxExperts
             : offset_capacity(kSharedMemoryLimit - 1024 - kStages * static_cast<int>(kABytes + kBBytes) -
-                              kMathWarpgroups * kStoreAtoms * kAtomBytes - 256);
+                              kMathWarpgroups * kBufferAtoms * kAtomBytes - 256);
     // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
     // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
     // wgmma batches a math warpgroup keeps in flight behind the one it just issued. With 3 stages
@@ -156,8 +158,9 @@ struct Config {
                                                  : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
                                                        (kStoreColumns <= kTileN || kTmaStoreDglu),
                   "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
-    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN % (2 * kGluBlockColumns) == 0),
-                  "dGLU through TMA: one CTA, whole 64-column blocks of R");
+    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == kDgluSlots * kDgluSlotAtoms * kGluBlockColumns &&
+                                     kABytes + kBBytes == kDgluSlotBytes && kMathWarpgroups == kDgluWarpgroups),
+                  "dGLU through TMA: one CTA, whose tile's pre-activation fills kDgluSlots ring slots");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
@@ -211,15 +214,18 @@ enum class NamedBarrier : uint32_t {
 // 128-byte-wide slice of output on its way to global memory, and the tile's bias columns as fp32
 // (epilogue_sm90.cuh; 256 entries, one pair per thread). TMA stores: per math warpgroup its
 // output buffer of column atoms (tma_store_epilogue_sm90.cuh; bias is read from global memory).
-template <class Cfg, Output = Cfg::kOutput>
+// dGLU through TMA: none (its tiles' output leaves from the ring's slots).
+template <class Cfg, Output = Cfg::kOutput, bool = Cfg::kTmaStoreDglu>
 struct OutputStorage {
     alignas(1024) uint8_t epilogue[Cfg::kMathWarpgroups][kSliceBytes];
     float bias[Cfg::kMathWarpgroups][256];
 };
 template <class Cfg>
-struct OutputStorage<Cfg, Output::kTmaStore> {
-    alignas(1024) uint8_t d_tile[Cfg::kMathWarpgroups][Cfg::kStoreAtoms * kAtomBytes];
+struct OutputStorage<Cfg, Output::kTmaStore, false> {
+    alignas(1024) uint8_t d_tile[Cfg::kMathWarpgroups][Cfg::kBufferAtoms * kAtomBytes];
 };
+template <class Cfg>
+struct OutputStorage<Cfg, Output::kTmaStore, true> {};
 
 template <class Cfg>
 struct SharedStorage {
@@ -235,7 +241,6 @@ struct SharedStorage {
     uint64_t empty[Cfg::kStages];   // every math warp of the cluster is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
-    uint64_t pre_full[Cfg::kMathWarpgroups];  // dGLU through TMA: the warpgroup's pre-activation landed
     TileCoord tiles[Cfg::kTileRing];
     // padded_offsets, then the valid-row counts when they are given and both fit (else the
     // scheduler reads the counts from global memory, once per expert it visits).
@@ -322,16 +327,25 @@ __device__ __forceinline__ void load_b(__nv_bfloat16* b, const CUtensorMap* b_ma
     }
 }
 
+template <class Cfg>
+__device__ __forceinline__ void next_stage(uint32_t& stage, uint32_t& phase) {
+    if (++stage == Cfg::kStages) {
+        stage = 0;
+        phase ^= 1;
+    }
+}
+
 // The producer: run by every lane of one warp, which all walk the same schedule, so the loop's
 // state is warp-uniform and lives in uniform registers (walked by one thread, it was not, and
 // each TMA load sat in a loop moving its operands into uniform registers). One lane publishes the
 // tiles; one lane chosen by elect.sync arms each stage's barrier and issues its loads. Chosen
 // by its lane index instead, each load sat in a loop over the warp's active lanes, and the
 // producer spent most of a 128x32 tile's k-block issuing one stage (docs/PERFORMANCE.md).
+// dGLU through TMA: a tile's saved pre-activation follows its k-blocks in the ring (pre_map).
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
-                                        const CUtensorMap* b_map, const KernelArgs& args,
-                                        const int32_t* valid_rows) {
+                                        const CUtensorMap* b_map, const CUtensorMap* pre_map,
+                                        const KernelArgs& args, const int32_t* valid_rows) {
     const bool leader = threadIdx.x % 32 == 0;
     const bool discrete = args.weight_mode == kDiscrete;
     GroupedTileScheduler<Cfg::kScheduleTileM, Cfg::kTileN> schedule(
@@ -382,9 +396,16 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
                 ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
                 load_b<Cfg>(st.b, b_map, expert_map, &s.full[stage], discrete, k, tile, rank);
             }
-            if (++stage == Cfg::kStages) {
-                stage = 0;
-                phase ^= 1;
+            next_stage<Cfg>(stage, phase);
+        }
+        if constexpr (Cfg::kTmaStoreDglu) {
+            for (int slot = 0; slot < kDgluSlots; ++slot) {
+                ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
+                if (ptx::elect_one_sync()) {
+                    load_pre_slot(reinterpret_cast<uint8_t*>(&s.stages[stage]), &s.full[stage], pre_map, slot,
+                                  tile.n_begin, tile.n_width, args.n, tile.row_begin);
+                }
+                next_stage<Cfg>(stage, phase);
             }
         }
     }
@@ -428,14 +449,6 @@ template <int kCount>
 __device__ __forceinline__ void fence_operands(float (&acc)[kCount]) {
 #pragma unroll
     for (int r = 0; r < kCount; ++r) ptx::wgmma_fence_operand(acc[r]);
-}
-
-template <class Cfg>
-__device__ __forceinline__ void next_stage(uint32_t& stage, uint32_t& phase) {
-    if (++stage == Cfg::kStages) {
-        stage = 0;
-        phase ^= 1;
-    }
 }
 
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
@@ -556,23 +569,41 @@ struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral,
     }
 };
 
-// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh): its storing thread
-// loads the tile's pre-activation while the main loop runs.
+// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh). `held`: the
+// previous tile's pre-activation slots, whose d_pre this warpgroup's stores may still be reading
+// (none: `held.stage[0]` null); its storing thread releases them once this tile's first wgmma
+// batch is issued.
 template <AlphaLoad kAlphaLoad>
 struct TmaDgluOutput {
     static constexpr bool kLoadsDuringMainLoop = true;
     TmaDgluEpilogue epilogue;
+    DgluSlots held;
     __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
     __device__ __forceinline__ void after_first_batch() const {
-        if (threadIdx.x % 128 == 0) load_pre_tile(epilogue);
+        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
     }
     template <int kTileN>
-    __device__ __forceinline__ void store_fused(const float (&acc)[kTileN / 2], int32_t) const {
+    __device__ __forceinline__ void store_fused(const DgluSlots& slots, const float (&acc)[kTileN / 2]) const {
         TmaDgluEpilogue e = epilogue;
         e.out = after_main_loop<kAlphaLoad>(e.out);
-        store_dglu_tma_tile<kTileN>(e, acc);
+        store_dglu_tma_tile<kTileN>(e, slots, acc);
     }
 };
+
+// The kDgluSlots ring slots from (stage, phase) on: a tile's pre-activation, after its k-blocks.
+template <class Cfg>
+__device__ __forceinline__ DgluSlots dglu_slots(SharedStorage<Cfg>& s, uint32_t stage, uint32_t phase) {
+    DgluSlots slots;
+#pragma unroll
+    for (int c = 0; c < kDgluSlots; ++c) {
+        slots.stage[c] = reinterpret_cast<uint8_t*>(&s.stages[stage]);
+        slots.full[c] = &s.full[stage];
+        slots.empty[c] = &s.empty[stage];
+        slots.parity[c] = phase;
+        next_stage<Cfg>(stage, phase);
+    }
+    return slots;
+}
 
 // How many of a warpgroup's `rows` rows, from row_begin, lie before the tile's valid-row end.
 __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t row_begin, int32_t rows) {
@@ -592,8 +623,7 @@ __device__ __forceinline__ void set_output_buffer(SharedStorage<Cfg>& s, int war
 // are issued when the tile starts, so their latency hides behind the main loop.
 template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                            const CUtensorMap* pre_map, uint32_t pre_parity, const TileCoord& tile,
-                                            int warpgroup, int lane) {
+                                            const DgluSlots& held, const TileCoord& tile, int warpgroup, int lane) {
     const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
     const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
     constexpr bool kScaled = kLoop != TileLoop::kPlainUnscaled;
@@ -619,7 +649,13 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         TmaStoreEpilogue e;
         e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
         e.prob = prob;
-        set_output_buffer(s, warpgroup, e);
+        if constexpr (Cfg::kTmaStoreDglu) {
+            e.buffer = nullptr;
+            e.buffer_addr = 0;
+            e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+        } else {
+            set_output_buffer(s, warpgroup, e);
+        }
         e.row_begin = row_begin;
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
@@ -627,10 +663,9 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         if constexpr (Cfg::kTmaStoreDglu) {
             TmaDgluOutput<Cfg::kAlphaLoad> out;
             out.epilogue.out = e;
-            out.epilogue.pre_map = pre_map;
-            out.epilogue.pre_full = &s.pre_full[warpgroup];
-            out.epilogue.pre_parity = pre_parity;
             out.epilogue.width = tile.n_width;
+            out.epilogue.warpgroup = warpgroup;
+            out.held = held;
             return out;
         } else {
             TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
@@ -744,13 +779,13 @@ __device__ __forceinline__ TileCoord take_tile(SharedStorage<Cfg>& s, uint32_t i
 
 template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                              const CUtensorMap* d_map, const CUtensorMap* pre_map, int warpgroup) {
+                                              const CUtensorMap* d_map, int warpgroup) {
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
-    uint32_t pre_tiles = 0;  // dGLU through TMA: tiles whose pre-activation this warpgroup loaded
+    DgluSlots held{};  // dGLU through TMA: the last tile's pre-activation slots, not yet released
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
@@ -759,7 +794,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg, kLoop>(s, args, d_map, pre_map, pre_tiles & 1, tile, warpgroup, lane);
+        const auto output = make_output<Cfg, kLoop>(s, args, d_map, held, tile, warpgroup, lane);
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -792,9 +827,22 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
         }
         if constexpr (Cfg::kTmaStoreDglu) {
+            // The tile's pre-activation follows its k-blocks in the ring.
+            const DgluSlots slots = dglu_slots(s, stage, phase);
+            for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
             if (finished) {
-                output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
-                ++pre_tiles;
+                output.template store_fused<Cfg::kTileN>(slots, acc);
+                held = slots;
+            } else {
+                // No main loop ran (every row of the warpgroup past the valid-row count), so the
+                // last tile's slots are still held; this tile's are released unread.
+                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
+                held = DgluSlots{};
+#pragma unroll
+                for (int c = 0; c < kDgluSlots; ++c) {
+                    ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
+                    release_stage<Cfg>(slots.empty[c], lane);
+                }
             }
         }
     }
@@ -1047,7 +1095,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, nullptr, 0, tile, warpgroup, lane);
+        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, DgluSlots{}, tile, warpgroup, lane);
         const int32_t rows = general.rows();
         const bool full_width = tile.n_width == Cfg::kTileN && rows > 0;
         // The pending atom is written here, in the open, unless a whole-width tile's head can
@@ -1093,7 +1141,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 // (dGLU's kernels through TMA serve dGLU only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                        const CUtensorMap* pre_map, int warpgroup) {
+                                        int warpgroup) {
     if constexpr (Cfg::kGluOnly) {
         if (args.activation == kActivationSwiglu) {
             compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
@@ -1105,14 +1153,14 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
     if constexpr (!Cfg::kTmaStoreDglu) {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
-                compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, pre_map, warpgroup);
+                compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
             } else {
-                compute_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, pre_map, warpgroup);
+                compute_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, warpgroup);
             }
             return;
         }
     }
-    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, pre_map, warpgroup);
+    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
@@ -1167,7 +1215,6 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
             ptx::mbarrier_init(&s.tile_full[i], 1);
             ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
         }
-        for (int i = 0; i < Cfg::kMathWarpgroups; ++i) ptx::mbarrier_init(&s.pre_full[i], 1);
         s.status = 0;
         ptx::fence_mbarrier_init();
     }
@@ -1204,7 +1251,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) {
             store_offsets(s.offsets, first, args, shared_counts, lane);
-            produce<Cfg>(s, a_map, b_map, args, valid_rows);
+            produce<Cfg>(s, a_map, b_map, pre_map, args, valid_rows);
             // One CTA reports bad offsets and counts, once its tiles are all handed out; the
             // scheduler in every CTA skips the experts they touch and clamps the counts.
             if (blockIdx.x == 0 && args.device_status != nullptr) {
@@ -1213,7 +1260,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
-        compute<Cfg>(s, args, d_map, pre_map, warpgroup - 1);
+        compute<Cfg>(s, args, d_map, warpgroup - 1);
     }
     // Stay until the other CTA is done too: its math warps arrive on this CTA's empty barriers
     // until their last k-block. (Its loads into this CTA have all landed: this CTA's math warps

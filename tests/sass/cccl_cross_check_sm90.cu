@@ -48,6 +48,15 @@ extern "C" __global__ void cccl_mbarrier_arrive() {
     cp::mbarrier_arrive(cp::sem_release, cp::scope_cta, cp::space_shared, &bar);
 }
 
+extern "C" __global__ void ours_mbarrier_arrive_count(uint32_t count) {
+    __shared__ alignas(8) uint64_t bar;
+    ours::mbarrier_arrive_count(&bar, count);
+}
+extern "C" __global__ void cccl_mbarrier_arrive_count(uint32_t count) {
+    __shared__ alignas(8) uint64_t bar;
+    cp::mbarrier_arrive(cp::sem_release, cp::scope_cta, cp::space_shared, &bar, count);
+}
+
 extern "C" __global__ void ours_mbarrier_arrive_expect_tx(uint32_t bytes) {
     __shared__ alignas(8) uint64_t bar;
     ours::mbarrier_arrive_expect_tx(&bar, bytes);

@@ -39,6 +39,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         tma_load_3d_multicast(tile, &map, &bar, 0x3, 64, 0, 1);
         mbarrier_wait(&bar, 0);
         mbarrier_arrive(&bar);
+        mbarrier_arrive_count(&bar, 4);
         mbarrier_arrive_cluster(&bar, cluster_cta_rank() ^ 1u);
         out[0] = mbarrier_try_wait_parity(&bar, 1) ? cluster_num_ctas() : 0u;
         out[1] = cluster_id_x() + cluster_count_x();
