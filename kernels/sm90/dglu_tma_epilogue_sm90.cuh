@@ -46,11 +46,11 @@
 
 namespace ggemm::sm90 {
 
-// Ring slots per tile, and pre-activation atoms per 64-row half of the tile in a slot.
+// Ring slots per tile, and pre-activation atoms per warpgroup in a slot.
 constexpr int kDgluSlots = 2;
 constexpr int kDgluSlotAtoms = 2;
-constexpr int kDgluHalves = 2;
-constexpr uint32_t kDgluSlotBytes = kDgluHalves * kDgluSlotAtoms * kAtomBytes;
+constexpr int kDgluWarpgroups = 2;
+constexpr uint32_t kDgluSlotBytes = kDgluWarpgroups * kDgluSlotAtoms * kAtomBytes;
 
 // Pre-activation atoms of a tile or piece for each warpgroup: one per 32 columns of R from
 // n_begin, none past R's width n.
@@ -67,11 +67,11 @@ __device__ __forceinline__ void load_pre_slot(uint8_t* stage, uint64_t* full, co
                                               int32_t row_begin) {
     const int atoms = dglu_pre_atoms(n_begin, width, n) - slot * kDgluSlotAtoms;
     const int count = atoms < 0 ? 0 : (atoms > kDgluSlotAtoms ? kDgluSlotAtoms : atoms);
-    ptx::mbarrier_arrive_expect_tx(full, static_cast<uint32_t>(count * kDgluHalves * kAtomBytes));
-    for (int h = 0; h < kDgluHalves; ++h) {
+    ptx::mbarrier_arrive_expect_tx(full, static_cast<uint32_t>(count * kDgluWarpgroups * kAtomBytes));
+    for (int w = 0; w < kDgluWarpgroups; ++w) {
         for (int j = 0; j < count; ++j) {
-            ptx::tma_load_2d(stage + (h * kDgluSlotAtoms + j) * kAtomBytes, pre_map, full,
-                             2 * n_begin + (slot * kDgluSlotAtoms + j) * kAtomColumns, row_begin + h * kSliceRows);
+            ptx::tma_load_2d(stage + (w * kDgluSlotAtoms + j) * kAtomBytes, pre_map, full,
+                             2 * n_begin + (slot * kDgluSlotAtoms + j) * kAtomColumns, row_begin + w * kSliceRows);
         }
     }
 }
@@ -86,13 +86,9 @@ struct DgluSlots {
 
 // What one thread's share of a tile's dGLU epilogue through TMA needs besides the accumulators.
 struct TmaDgluEpilogue {
-    EpilogueTile t;
-    float2 prob[kDgluHalves];  // prob of the thread's rows r and r + 8 of each half
-    int32_t row_begin;         // the tile's first row; half h starts 64 h further
-    int32_t n_begin;           // R's first column of the tile
-    int32_t width;             // R's columns of this tile or piece (a multiple of 64, or up to N)
-    uint32_t barrier;          // the warpgroup's named barrier
-    const CUtensorMap* d_map;  // d_pre: dims {2N, M}, box {64, 64}, 128-byte swizzle
+    TmaStoreEpilogue out;  // D's map ({2N, M}), rows and columns, the warpgroup's named barrier
+    int32_t width;         // R's columns of this tile or piece (a multiple of 64, or up to N)
+    int warpgroup;
 };
 
 // Step 3's release, by the warpgroup's storing thread: waits until its stores have read the
@@ -113,89 +109,84 @@ __device__ __forceinline__ uint32_t float2_to_bf16_pair(float2 v) {
     return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width), its
-// two 64-row halves in acc[0 .. kTileN / 2) and acc[kTileN / 2 .. kTileN). Once the stores have
-// read the slots, the storing thread releases them for the warpgroup's four warps.
+// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width).
 template <int32_t kActivation, int kTileN>
 __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const DgluSlots& slots,
-                                               const float (&acc)[kTileN]) {
+                                               const float (&acc)[kTileN / 2]) {
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;  // R groups of a 32-column block
     constexpr int kBlocks = kTileN / kGluBlockColumns;
-    constexpr int kHalfRegisters = kTileN / 2;
     static_assert(kBlocks == kDgluSlots * kDgluSlotAtoms, "a tile's pre-activation fills its slots");
-    const EpilogueTile& t = e.t;
+    const EpilogueTile& t = e.out.t;
     const int thread = threadIdx.x % 128;
     const int warp = thread / 32;
     const int lane = thread % 32;
-    const int row = warp * 16 + lane / 4;  // and row + 8, in each half
-    const int32_t n_end = e.n_begin + e.width < t.n ? e.n_begin + e.width : t.n;
+    const int row = warp * 16 + lane / 4;  // and row + 8
+    const int64_t top = e.out.row_begin + row;
+    const int32_t n_end = e.out.n_begin + e.width < t.n ? e.out.n_begin + e.width : t.n;
+    float prob_sum[2] = {0.f, 0.f};
+    uint32_t atoms[kBlocks];
+#pragma unroll
+    for (int block = 0; block < kBlocks; ++block) {
+        atoms[block] = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
+                       (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+    }
 #pragma unroll
     for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
 #pragma unroll
-    for (int h = 0; h < kDgluHalves; ++h) {
-        const int64_t top = e.row_begin + h * kSliceRows + row;
-        float prob_sum[2] = {0.f, 0.f};
+    for (int block = 0; block < kBlocks; ++block) {
+        const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
+        if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
+        const uint32_t atom = atoms[block];
 #pragma unroll
-        for (int block = 0; block < kBlocks; ++block) {
-            const int32_t r_col0 = e.n_begin + block * kGluBlockColumns;
-            if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
-            const uint32_t atom = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
-                                  (h * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+        for (int g = 0; g < kGroupsPerBlock; ++g) {
+            const int j = block * kGroupsPerBlock + g;
+            // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
+            const int gate_byte = g * 16 + 4 * (lane % 4);
+            const int up_byte = gate_byte + kGluBlockColumns * 2;
 #pragma unroll
-            for (int g = 0; g < kGroupsPerBlock; ++g) {
-                const int j = h * kHalfRegisters / 4 + block * kGroupsPerBlock + g;
-                // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
-                const int gate_byte = g * 16 + 4 * (lane % 4);
-                const int up_byte = gate_byte + kGluBlockColumns * 2;
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int r = row + 8 * half;
-                    const uint32_t gate_at =
-                        atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
-                    const uint32_t up_at = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
-                    const float2 gate = bf16_pair_to_float2(ptx::ld_shared_b32(gate_at));
-                    const float2 up = bf16_pair_to_float2(ptx::ld_shared_b32(up_at));
-                    const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
-                    const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
-                    const float prob = half == 0 ? e.prob[h].x : e.prob[h].y;
-                    const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
-                    const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
-                    const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
-                    ptx::st_shared_b32(gate_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
-                                                                                 __fmul_rn(rp1, d1.d_gate))));
-                    ptx::st_shared_b32(up_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
-                                                                               __fmul_rn(rp1, d1.d_up))));
-                    prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
-                    prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
-                }
+            for (int half = 0; half < 2; ++half) {
+                const int r = row + 8 * half;
+                const uint32_t gate_at = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
+                const uint32_t up_at = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
+                const float2 gate = bf16_pair_to_float2(ptx::ld_shared_b32(gate_at));
+                const float2 up = bf16_pair_to_float2(ptx::ld_shared_b32(up_at));
+                const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
+                const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
+                const float prob = half == 0 ? e.out.prob.x : e.out.prob.y;
+                const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
+                const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
+                const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
+                ptx::st_shared_b32(gate_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
+                                                                             __fmul_rn(rp1, d1.d_gate))));
+                ptx::st_shared_b32(up_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
+                                                                           __fmul_rn(rp1, d1.d_up))));
+                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
+                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
             }
-            const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
-            if (block_ends) store_prob_partials(t, top, r_col0, lane, prob_sum);
         }
+        const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
+        if (block_ends) store_prob_partials(t, top, r_col0, lane, prob_sum);
     }
     ptx::fence_proxy_async_shared();  // this thread's d_pre writes, before the TMA reads them
-    ptx::named_barrier_sync(e.barrier, 128);
+    ptx::named_barrier_sync(e.out.barrier, 128);
     if (thread == 0) {
-        const int count = dglu_pre_atoms(e.n_begin, e.width, t.n);
+        const int count = dglu_pre_atoms(e.out.n_begin, e.width, t.n);
 #pragma unroll
-        for (int h = 0; h < kDgluHalves; ++h) {
-#pragma unroll
-            for (int a = 0; a < kBlocks; ++a) {  // unrolled: the slots' pointers stay in registers
-                if (a >= count) break;
-                const uint8_t* atom = slots.stage[a / kDgluSlotAtoms] + (h * kDgluSlotAtoms + a % kDgluSlotAtoms) * kAtomBytes;
-                ptx::tma_store_2d(e.d_map, atom, 2 * e.n_begin + a * kAtomColumns, e.row_begin + h * kSliceRows);
-            }
+        for (int a = 0; a < kBlocks; ++a) {  // unrolled: the slots' pointers stay in registers
+            if (a >= count) break;
+            const uint8_t* atom = slots.stage[a / kDgluSlotAtoms] +
+                                  (e.warpgroup * kDgluSlotAtoms + a % kDgluSlotAtoms) * kAtomBytes;
+            ptx::tma_store_2d(e.out.d_map, atom, 2 * e.out.n_begin + a * kAtomColumns, e.out.row_begin);
         }
         ptx::tma_store_commit();
-        release_pre_slots(slots);
     }
 }
 
 // The activation chosen at run time: one instance of each per kernel.
 template <int kTileN>
 __device__ __forceinline__ void store_dglu_tma_tile(const TmaDgluEpilogue& e, const DgluSlots& slots,
-                                                    const float (&acc)[kTileN]) {
-    if (e.t.activation == kActivationSwiglu) {
+                                                    const float (&acc)[kTileN / 2]) {
+    if (e.out.t.activation == kActivationSwiglu) {
         store_dglu_tma<kActivationSwiglu, kTileN>(e, slots, acc);
     } else {
         store_dglu_tma<kActivationClampedGeglu, kTileN>(e, slots, acc);

@@ -90,9 +90,6 @@ struct Config {
     // d_pre in place and leaves by TMA (dglu_tma_epilogue_sm90.cuh). No output buffer of its own.
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
     static constexpr int kBufferAtoms = kTmaStoreDglu ? 0 : kStoreAtoms;  // per math warpgroup
-    // The math warps that read each stage: both warpgroups (each its 64 rows of the tile), or
-    // in dGLU through TMA the one warpgroup whose tile it is (compute_dglu_tiles).
-    static constexpr int kStageReaderWarps = kTmaStoreDglu ? 4 : kMathWarpgroups * 4;
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
     // fused GLU forward alone (GluEpilogue).
@@ -162,8 +159,7 @@ struct Config {
                                                        (kStoreColumns <= kTileN || kTmaStoreDglu),
                   "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
     static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == kDgluSlots * kDgluSlotAtoms * kGluBlockColumns &&
-                                     kABytes + kBBytes == kDgluSlotBytes && kTileM == kDgluHalves * kSliceRows &&
-                                     kBatchesInFlight == 1),
+                                     kABytes + kBBytes == kDgluSlotBytes && kMathWarpgroups == kDgluWarpgroups),
                   "dGLU through TMA: one CTA, whose tile's pre-activation fills kDgluSlots ring slots");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
@@ -573,6 +569,42 @@ struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral,
     }
 };
 
+// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh). `held`: the
+// previous tile's pre-activation slots, whose d_pre this warpgroup's stores may still be reading
+// (none: `held.stage[0]` null); its storing thread releases them once this tile's first wgmma
+// batch is issued.
+template <AlphaLoad kAlphaLoad>
+struct TmaDgluOutput {
+    static constexpr bool kLoadsDuringMainLoop = true;
+    TmaDgluEpilogue epilogue;
+    DgluSlots held;
+    __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
+    __device__ __forceinline__ void after_first_batch() const {
+        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
+    }
+    template <int kTileN>
+    __device__ __forceinline__ void store_fused(const DgluSlots& slots, const float (&acc)[kTileN / 2]) const {
+        TmaDgluEpilogue e = epilogue;
+        e.out = after_main_loop<kAlphaLoad>(e.out);
+        store_dglu_tma_tile<kTileN>(e, slots, acc);
+    }
+};
+
+// The kDgluSlots ring slots from (stage, phase) on: a tile's pre-activation, after its k-blocks.
+template <class Cfg>
+__device__ __forceinline__ DgluSlots dglu_slots(SharedStorage<Cfg>& s, uint32_t stage, uint32_t phase) {
+    DgluSlots slots;
+#pragma unroll
+    for (int c = 0; c < kDgluSlots; ++c) {
+        slots.stage[c] = reinterpret_cast<uint8_t*>(&s.stages[stage]);
+        slots.full[c] = &s.full[stage];
+        slots.empty[c] = &s.empty[stage];
+        slots.parity[c] = phase;
+        next_stage<Cfg>(stage, phase);
+    }
+    return slots;
+}
+
 // How many of a warpgroup's `rows` rows, from row_begin, lie before the tile's valid-row end.
 __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t row_begin, int32_t rows) {
     const int32_t valid = tile.row_end - row_begin;
@@ -591,7 +623,7 @@ __device__ __forceinline__ void set_output_buffer(SharedStorage<Cfg>& s, int war
 // are issued when the tile starts, so their latency hides behind the main loop.
 template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                            const TileCoord& tile, int warpgroup, int lane) {
+                                            const DgluSlots& held, const TileCoord& tile, int warpgroup, int lane) {
     const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
     const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
     constexpr bool kScaled = kLoop != TileLoop::kPlainUnscaled;
@@ -617,14 +649,29 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         TmaStoreEpilogue e;
         e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
         e.prob = prob;
-        set_output_buffer(s, warpgroup, e);
+        if constexpr (Cfg::kTmaStoreDglu) {
+            e.buffer = nullptr;
+            e.buffer_addr = 0;
+            e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+        } else {
+            set_output_buffer(s, warpgroup, e);
+        }
         e.row_begin = row_begin;
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
         e.d_map = d_map;
-        TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
-        out.epilogue = e;
-        return out;
+        if constexpr (Cfg::kTmaStoreDglu) {
+            TmaDgluOutput<Cfg::kAlphaLoad> out;
+            out.epilogue.out = e;
+            out.epilogue.width = tile.n_width;
+            out.epilogue.warpgroup = warpgroup;
+            out.held = held;
+            return out;
+        } else {
+            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
+            out.epilogue = e;
+            return out;
+        }
     }
 }
 
@@ -711,8 +758,12 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         if (fused) return true;  // compute() stores it
     }
-    output.template store<kWidth>(part, deferred);
-    return true;
+    if constexpr (Cfg::kTmaStoreDglu) {
+        return true;  // compute() stores it
+    } else {
+        output.template store<kWidth>(part, deferred);
+        return true;
+    }
 }
 
 // The math warpgroups' i-th tile: waits until the producer has published it in the ring, reads
@@ -734,6 +785,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
+    DgluSlots held{};  // dGLU through TMA: the last tile's pre-activation slots, not yet released
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
@@ -742,7 +794,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
+        const auto output = make_output<Cfg, kLoop>(s, args, d_map, held, tile, warpgroup, lane);
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -773,6 +825,25 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         }
         if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
+        }
+        if constexpr (Cfg::kTmaStoreDglu) {
+            // The tile's pre-activation follows its k-blocks in the ring.
+            const DgluSlots slots = dglu_slots(s, stage, phase);
+            for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
+            if (finished) {
+                output.template store_fused<Cfg::kTileN>(slots, acc);
+                held = slots;
+            } else {
+                // No main loop ran (every row of the warpgroup past the valid-row count), so the
+                // last tile's slots are still held; this tile's are released unread.
+                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
+                held = DgluSlots{};
+#pragma unroll
+                for (int c = 0; c < kDgluSlots; ++c) {
+                    ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
+                    release_stage<Cfg>(slots.empty[c], lane);
+                }
+            }
         }
     }
 }
@@ -1024,7 +1095,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, tile, warpgroup, lane);
+        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, DgluSlots{}, tile, warpgroup, lane);
         const int32_t rows = general.rows();
         const bool full_width = tile.n_width == Cfg::kTileN && rows > 0;
         // The pending atom is written here, in the open, unless a whole-width tile's head can
@@ -1062,107 +1133,6 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
     }
 }
 
-// dGLU through TMA (Cfg::kTmaStoreDglu): the math warpgroups take the tiles in turn, each a
-// whole 128 x 128 tile (two m64 wgmmas per k16 slice, 128 accumulators), so that one runs its
-// epilogue while the other's MMAs keep the tensor cores busy: the epilogue (d_gate, d_up and
-// d_prob from R and the saved pre-activation) costs as much as a quarter of a tile's MMAs at
-// K = 2048, which run alone when both warpgroups share every tile. Every stage is read by the
-// warpgroup whose tile it holds (the empty barriers count its four warps); the ring holds the
-// tiles in turn, so each warpgroup passes over the other's stages: a tile's k-blocks, then its
-// kDgluSlots slots of pre-activation (dglu_tma_epilogue_sm90.cuh). Valid-row counts are
-// refused with dGLU (the host's checks): every tile's rows are whole.
-template <class Cfg>
-__device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase, int32_t count) {
-    const uint32_t next = stage + static_cast<uint32_t>(count);
-    phase ^= (next / Cfg::kStages) & 1;
-    stage = next % Cfg::kStages;
-}
-
-// The kDgluSlots ring slots from (stage, phase) on: a tile's pre-activation, after its k-blocks.
-template <class Cfg>
-__device__ __forceinline__ DgluSlots dglu_slots(SharedStorage<Cfg>& s, uint32_t stage, uint32_t phase) {
-    DgluSlots slots;
-#pragma unroll
-    for (int c = 0; c < kDgluSlots; ++c) {
-        slots.stage[c] = reinterpret_cast<uint8_t*>(&s.stages[stage]);
-        slots.full[c] = &s.full[stage];
-        slots.empty[c] = &s.empty[stage];
-        slots.parity[c] = phase;
-        next_stage<Cfg>(stage, phase);
-    }
-    return slots;
-}
-
-// A warpgroup's main loop over its whole tile: each k-block as two m64 wgmma batches, one per
-// 64-row half of A, on acc[0 .. kTileN / 2) and acc[kTileN / 2 .. kTileN). A piece of the last
-// round computes the tile's full width too (its epilogue reads only its columns).
-template <class Cfg>
-__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
-                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase) {
-    auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
-    auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
-    uint32_t previous_stage = 0;
-    for (int32_t kb = 0; kb < k_blocks; ++kb) {
-        ptx::mbarrier_wait(&s.full[stage], phase);
-        fence_operands(acc);
-        ptx::wgmma_fence();
-        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 0, top, 0, kb > 0);
-        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 1, bottom, 0, kb > 0);
-        ptx::wgmma_commit();
-        fence_operands(acc);
-        if (kb > 0) {
-            ptx::wgmma_wait<1>();
-            release_stage<Cfg>(&s.empty[previous_stage], lane);
-        }
-        previous_stage = stage;
-        next_stage<Cfg>(stage, phase);
-    }
-    ptx::wgmma_wait<0>();
-    release_stage<Cfg>(&s.empty[previous_stage], lane);
-    fence_operands(acc);
-}
-
-template <class Cfg>
-__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                                   const CUtensorMap* d_map, int warpgroup) {
-    const int lane = threadIdx.x % 32;
-    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    // Zeroed once: the epilogue reads the whole array, past a piece's columns too (never stored).
-    float acc[Cfg::kTileN] = {};
-    uint32_t stage = 0, phase = 0;
-    uint32_t taken = 0;  // tiles with columns (a piece wholly past N has no stages)
-    for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = take_tile(s, i, lane);
-        if (tile.expert < 0) {
-            if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();
-            return;
-        }
-        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        if (static_cast<int>(taken++ % Cfg::kMathWarpgroups) != warpgroup) {
-            advance_stages<Cfg>(stage, phase, k_blocks + kDgluSlots);  // the other warpgroup's tile
-            continue;
-        }
-        // The epilogue's fields, read before the main loop so that their latency hides behind it.
-        TmaDgluEpilogue e;
-        e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
-#pragma unroll
-        for (int h = 0; h < kDgluHalves; ++h) {
-            const int64_t prob_row = tile.row_begin + h * kSliceRows + (threadIdx.x % 128) / 32 * 16 + lane / 4;
-            e.prob[h] = make_float2(prob_of(args.prob, prob_row), prob_of(args.prob, prob_row + 8));
-        }
-        e.row_begin = tile.row_begin;
-        e.n_begin = tile.n_begin;
-        e.width = tile.n_width;
-        e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
-        e.d_map = d_map;
-        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase);
-        const DgluSlots slots = dglu_slots(s, stage, phase);
-        advance_stages<Cfg>(stage, phase, kDgluSlots);
-        e = after_main_loop<Cfg::kAlphaLoad>(e);
-        store_dglu_tma_tile<Cfg::kTileN>(e, slots, acc);
-    }
-}
-
 // The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
 // most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
@@ -1180,9 +1150,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         }
         return;
     }
-    if constexpr (Cfg::kTmaStoreDglu) {
-        compute_dglu_tiles<Cfg>(s, args, d_map, warpgroup);
-    } else {
+    if constexpr (!Cfg::kTmaStoreDglu) {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
                 compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
@@ -1191,8 +1159,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
             return;
         }
-        if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
     }
+    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
@@ -1241,7 +1209,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     if (thread == 0) {
         for (int i = 0; i < Cfg::kStages; ++i) {
             ptx::mbarrier_init(&s.full[i], 1);
-            ptx::mbarrier_init(&s.empty[i], Cfg::kStageReaderWarps * Cfg::kClusterM);
+            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps * Cfg::kClusterM);
         }
         for (int i = 0; i < Cfg::kTileRing; ++i) {
             ptx::mbarrier_init(&s.tile_full[i], 1);
