@@ -33,7 +33,8 @@ bool better_wgrad_choice(const WgradVariant& candidate, const WgradVariant& best
     return candidate.tile_q > best.tile_q;
 }
 
-std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variants, int64_t tiles) {
+std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variants, const WgradTiles& deal) {
+    const int64_t tiles = deal.count();
     const ggemm_wgrad_desc& desc = plan.wgrad.desc;
     const WgradVariant& variant = plan.wgrad.variant;
     const DeviceInfo& device = plan.device;
@@ -79,7 +80,7 @@ std::string describe_wgrad_plan(const ggemm_plan& plan, WgradVariantList variant
                 ? "dynamic (tiles claimed from a counter in the workspace, zeroed in-stream: CTAs stay busy "
                   "however uneven the experts' rows)"
             : variant.arch == 90
-                ? tiles / desc.num_experts < plan.grid
+                ? wgrad_sorts_experts(deal, plan.grid)
                       ? "static (where the experts' rows differ, each CTA sorts the experts by rows on the device "
                         "and the tiles, largest experts first, are dealt over the persistent grid in rounds, every "
                         "other round in the opposite direction; else round-robin in expert order. Some CTAs still "
@@ -162,7 +163,7 @@ ggemm_status_t build_wgrad_plan(const ggemm_wgrad_desc& desc, const DeviceInfo& 
     plan->wgrad.store_path = best->tma_store ? choose_wgrad_store_path(desc, store_switch) : kWgradStoreRegisters;
     plan->grid = static_cast<int32_t>(tiles.count() < sms ? tiles.count() : sms);
     plan->workspace_bytes = wgrad_workspace_bytes(desc.scheduler);
-    plan->description = describe_wgrad_plan(*plan, variants, tiles.count());
+    plan->description = describe_wgrad_plan(*plan, variants, tiles);
     plan->serial = next_plan_serial();
     return GGEMM_SUCCESS;
 }

@@ -60,6 +60,11 @@ GGEMM_HD WgradTiles wgrad_tiles(int32_t num_experts, int64_t p, int64_t q, int32
             static_cast<int32_t>((q + tile_q - 1) / tile_q), tile_p, tile_q};
 }
 
+// Whether SM90's static deal takes the experts sorted by rows (where their rows differ):
+// where each expert has fewer tiles than the grid has CTAs. With as many or more, round-robin
+// gives every CTA about as many of each expert's tiles already.
+GGEMM_HD bool wgrad_sorts_experts(const WgradTiles& tiles, int64_t grid) { return tiles.per_expert() < grid; }
+
 // An expert's rows, and whether its offsets are usable at all (an empty range is both what a
 // skipped expert and an empty one get; only the empty one is written in overwrite mode).
 struct WgradExpert {

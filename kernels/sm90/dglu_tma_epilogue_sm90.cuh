@@ -131,11 +131,15 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
                        (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
     }
 #pragma unroll
-    for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
-#pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
         if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
+        // Each slot waited for as its first block comes (a slot past R's end is never waited
+        // for: it holds no bytes, and its phase completed on the producer's arrival).
+        if (block % kDgluSlotAtoms == 0) {
+            const int c = block / kDgluSlotAtoms;
+            ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
+        }
         const uint32_t atom = atoms[block];
 #pragma unroll
         for (int g = 0; g < kGroupsPerBlock; ++g) {

@@ -137,7 +137,7 @@ struct RowOrderDeal {
     const int32_t* offsets;
     int64_t step;
 
-    __device__ __forceinline__ int64_t first() { return wgrad_static_item(step = 0, blockIdx.x, gridDim.x); }
+    __device__ __forceinline__ int64_t first() { return wgrad_static_item(step, blockIdx.x, gridDim.x); }
     __device__ __forceinline__ int64_t next(int64_t) { return wgrad_static_item(++step, blockIdx.x, gridDim.x); }
     __device__ __forceinline__ WgradExpert place(WgradTilePosition& position) {
         if (position.expert < 0) return {0, 0, false};
@@ -153,9 +153,8 @@ struct RowOrderDeal {
 template <class Cfg, class Deal>
 __device__ __forceinline__ void wgrad_produce_tiles(WgradSharedStorage<Cfg>& s, const CUtensorMap* x1_map,
                                                     const CUtensorMap* x2_map, const WgradKernelArgs& args,
-                                                    Deal deal) {
+                                                    const WgradTiles& tiles, Deal deal) {
     const bool leader = threadIdx.x % 32 == 0;
-    const WgradTiles tiles = wgrad_tiles(args.num_experts, args.p, args.q, Cfg::kTileP, Cfg::kTileQ);
     int64_t item = deal.first();
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
@@ -199,29 +198,28 @@ __device__ __forceinline__ void wgrad_produce_tiles(WgradSharedStorage<Cfg>& s, 
     }
 }
 
-// The static deal takes the experts sorted by rows where each has fewer tiles than the grid has
-// CTAs and their rows differ; the dynamic scheduler, and the static one otherwise, the experts'
-// own order. With as many tiles as CTAs or more, round-robin gives every CTA about as many of
-// each expert's tiles already (on mixtral's weight gradient the sorted deal gained nothing:
-// 0.97-0.99x, docs/PERFORMANCE.md).
+// The static deal takes the experts sorted by rows where wgrad_sorts_experts says so and their
+// rows differ; the dynamic scheduler, and the static one otherwise, the experts' own order (on
+// mixtral's weight gradient, whose experts have as many tiles as the grid has CTAs or more, the
+// sorted deal gained nothing: 0.97-0.99x, docs/PERFORMANCE.md).
 template <class Cfg>
 __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const CUtensorMap* x1_map,
                                               const CUtensorMap* x2_map, const WgradKernelArgs& args) {
     const int lane = threadIdx.x % 32;
     const bool dynamic = args.scheduler == kDynamic;
     const WgradTiles tiles = wgrad_tiles(args.num_experts, args.p, args.q, Cfg::kTileP, Cfg::kTileQ);
-    if (!dynamic && tiles.per_expert() < gridDim.x) {
+    if (!dynamic && wgrad_sorts_experts(tiles, gridDim.x)) {
         // Sorted in stage 0, which no load has reached yet; the fence orders those generic-proxy
         // writes before the TMA loads (async proxy) that later fill the stage.
         const bool by_rows = build_wgrad_order<Cfg::kBlockRows>(
             s.offsets, args.m, args.num_experts, reinterpret_cast<uint32_t*>(s.stages[0].x1), s.order, lane);
         ptx::fence_proxy_async_shared();
         if (by_rows) {
-            wgrad_produce_tiles<Cfg>(s, x1_map, x2_map, args, RowOrderDeal{s.order, s.offsets, 0});
+            wgrad_produce_tiles<Cfg>(s, x1_map, x2_map, args, tiles, RowOrderDeal{s.order, s.offsets, 0});
             return;
         }
     }
-    wgrad_produce_tiles<Cfg>(s, x1_map, x2_map, args,
+    wgrad_produce_tiles<Cfg>(s, x1_map, x2_map, args, tiles,
                              ExpertOrderDeal{ExpertRowCursor(s.offsets, args.m),
                                              dynamic ? args.tile_counter : nullptr, lane == 0});
 }

@@ -204,6 +204,17 @@ TEST_CASE("wgrad static deal: experts of uneven rows, largest first, even out th
     CHECK(sorted_deal / ideal < 1.12);
 }
 
+TEST_CASE("wgrad static deal: experts sorted where each has fewer tiles than the grid has CTAs") {
+    // qwen3_fc2's weight gradient (P = 2048, Q = 768, 128 x 256 tiles): 48 tiles per expert.
+    const ggemm::WgradTiles qwen3 = ggemm::wgrad_tiles(128, 2048, 768, 128, 256);
+    CHECK(qwen3.per_expert() == 48);
+    CHECK(ggemm::wgrad_sorts_experts(qwen3, 132));
+    CHECK(ggemm::wgrad_sorts_experts(qwen3, 49));
+    CHECK_FALSE(ggemm::wgrad_sorts_experts(qwen3, 48));
+    // mixtral_fc1's (P = 28672, Q = 4096): 896 tiles per expert, more than any grid.
+    CHECK_FALSE(ggemm::wgrad_sorts_experts(ggemm::wgrad_tiles(8, 28672, 4096, 128, 256), 132));
+}
+
 TEST_CASE("wgrad tiles: every (expert, P block, Q block) once, expert-major, P block fastest") {
     const ggemm::WgradTiles tiles = ggemm::wgrad_tiles(3, 264, 392, 128, 256);
     CHECK(tiles.p_blocks == 3);
