@@ -50,6 +50,7 @@ namespace ggemm::sm90 {
 constexpr int kDgluSlots = 2;
 constexpr int kDgluSlotAtoms = 2;
 constexpr int kDgluWarpgroups = 2;
+constexpr uint32_t kWarpgroupWarps = 4;
 constexpr uint32_t kDgluSlotBytes = kDgluWarpgroups * kDgluSlotAtoms * kAtomBytes;
 
 // Pre-activation atoms of a tile or piece for each warpgroup: one per 32 columns of R from
@@ -88,7 +89,7 @@ struct DgluSlots {
 struct TmaDgluEpilogue {
     TmaStoreEpilogue out;  // D's map ({2N, M}), rows and columns, the warpgroup's named barrier
     int32_t width;         // R's columns of this tile or piece (a multiple of 64, or up to N)
-    int warpgroup;
+    int warpgroup;         // which of each slot's atoms are this warpgroup's
 };
 
 // Step 3's release, by the warpgroup's storing thread: waits until its stores have read the
@@ -97,7 +98,7 @@ struct TmaDgluEpilogue {
 __device__ __forceinline__ void release_pre_slots(const DgluSlots& slots) {
     ptx::tma_store_wait_read<0>();
 #pragma unroll
-    for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_arrive_count(slots.empty[c], 4);
+    for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_arrive_count(slots.empty[c], kWarpgroupWarps);
 }
 
 __device__ __forceinline__ float2 bf16_pair_to_float2(uint32_t bits) {

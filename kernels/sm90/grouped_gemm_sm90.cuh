@@ -834,8 +834,9 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
                 output.template store_fused<Cfg::kTileN>(slots, acc);
                 held = slots;
             } else {
-                // No main loop ran (every row of the warpgroup past the valid-row count), so the
-                // last tile's slots are still held; this tile's are released unread.
+                // No main loop ran (every row of the warpgroup past a valid-row count: the host
+                // refuses counts with dGLU, but the ring must not stall on one), so the last
+                // tile's slots are still held; this tile's are released unread.
                 if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
                 held = DgluSlots{};
 #pragma unroll
