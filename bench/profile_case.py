@@ -10,6 +10,10 @@ inside the range "profile", in the order printed: ggemm (the plan's choice, then
 GGEMM_KERNEL prefix given with --kernel, then with --unscaled the plan's choice with alpha =
 prob = NULL) and DeepGEMM's m_grouped_bf16_gemm_nt_contiguous when `import deep_gemm` works.
 Same inputs and arguments as bench/peers.py (random alpha and prob for ggemm).
+
+With --dglu, the case's backward through its fc1 activation instead, as bench/glu.py times it:
+ggemm's dGLU (SwiGLU, bf16 pre-activation and d_pre, the second layer's N-major weights), its
+plain dgrad of the same size, then that dgrad on each --kernel prefix.
 """
 import argparse
 import os
@@ -31,22 +35,19 @@ def parse_args():
                         "(GGEMM_KERNEL; repeatable)")
     p.add_argument("--unscaled", action="store_true",
                    help="also profile the plan's choice with alpha = prob = NULL (D = A B_g^T)")
+    p.add_argument("--dglu", action="store_true",
+                   help="profile the case's dGLU and plain dgrad instead of its forward (--kernel: the dgrad's)")
     return p.parse_args()
 
 
-def main():
-    opts = parse_args()
-    import torch
+def forward_runs(torch, lib, case, opts, handle):
+    """ggemm's forward (the plan's choice, each forced kernel, optionally unscaled) and DeepGEMM's."""
     try:
         import deep_gemm
     except Exception as e:  # noqa: BLE001 - the peer is optional
         print("profile_case.py: DeepGEMM not profiled (import deep_gemm: %s)" % peers.short_error(e))
         deep_gemm = None
-    lib = peers.gg.Library(os.path.abspath(opts.lib))
-    case = peers.load_cases(opts.shapes, opts.case)[0]
     data = peers.CaseData(torch, case, 1, False)
-    stream = torch.cuda.current_stream()
-    handle = stream.cuda_stream
     runs = []
     for prefix in [None] + opts.kernel:
         with peers.forced_kernel(prefix):
@@ -61,6 +62,34 @@ def main():
     if deep_gemm is not None:
         runs.append(("deepgemm", lambda: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(
             data.a[0], data.b[0], data.d_deepgemm, data.m_indices)))
+    return data, runs
+
+
+def dglu_runs(torch, lib, case, prefixes, handle):
+    """ggemm's dGLU and plain dgrad of the case (bench/glu.py's), then the dgrad on each forced kernel."""
+    import glu
+    data = glu.Case(torch, lib, case, 1)
+    runs = []
+    for name, dglu, prefix in [("dglu", True, None), ("dgrad", False, None)] + \
+            [("dgrad_" + prefix, False, prefix) for prefix in prefixes]:
+        with peers.forced_kernel(prefix):
+            plan, args, workspace = data.backward_plan(torch, dglu)
+        kernel = [line for line in plan.describe().splitlines() if line.startswith("kernel:")][0]
+        print("%s: %s" % (name, kernel[:80]))
+        runs.append((name, lambda p=plan, a=args, w=workspace: p.execute(a[0], handle)))
+    return data, runs
+
+
+def main():
+    opts = parse_args()
+    import torch
+    lib = peers.gg.Library(os.path.abspath(opts.lib))
+    case = peers.load_cases(opts.shapes, opts.case)[0]
+    handle = torch.cuda.current_stream().cuda_stream
+    if opts.dglu:
+        data, runs = dglu_runs(torch, lib, case, opts.kernel, handle)
+    else:
+        data, runs = forward_runs(torch, lib, case, opts, handle)
     for _, run in runs:
         run()
     torch.cuda.synchronize()
