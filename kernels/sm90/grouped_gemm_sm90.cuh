@@ -611,11 +611,17 @@ __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t 
     return valid < 0 ? 0 : (valid > rows ? rows : valid);
 }
 
-// A TMA-store epilogue's warpgroup fields: its output buffer and the named barrier that guards it.
+// A TMA-store epilogue's warpgroup fields: its output buffer (none in dGLU through TMA, whose
+// output leaves from the ring's slots) and the named barrier that guards it.
 template <class Cfg>
 __device__ __forceinline__ void set_output_buffer(SharedStorage<Cfg>& s, int warpgroup, TmaStoreEpilogue& e) {
-    e.buffer = s.output.d_tile[warpgroup];
-    e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+    if constexpr (Cfg::kTmaStoreDglu) {
+        e.buffer = nullptr;
+        e.buffer_addr = 0;
+    } else {
+        e.buffer = s.output.d_tile[warpgroup];
+        e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+    }
     e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
 }
 
@@ -623,7 +629,7 @@ __device__ __forceinline__ void set_output_buffer(SharedStorage<Cfg>& s, int war
 // are issued when the tile starts, so their latency hides behind the main loop.
 template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                            const DgluSlots& held, const TileCoord& tile, int warpgroup, int lane) {
+                                            const TileCoord& tile, int warpgroup, int lane) {
     const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
     const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
     constexpr bool kScaled = kLoop != TileLoop::kPlainUnscaled;
@@ -649,13 +655,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         TmaStoreEpilogue e;
         e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
         e.prob = prob;
-        if constexpr (Cfg::kTmaStoreDglu) {
-            e.buffer = nullptr;
-            e.buffer_addr = 0;
-            e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
-        } else {
-            set_output_buffer(s, warpgroup, e);
-        }
+        set_output_buffer(s, warpgroup, e);
         e.row_begin = row_begin;
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
@@ -665,7 +665,6 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
             out.epilogue.out = e;
             out.epilogue.width = tile.n_width;
             out.epilogue.warpgroup = warpgroup;
-            out.held = held;
             return out;
         } else {
             TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
@@ -794,7 +793,8 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg, kLoop>(s, args, d_map, held, tile, warpgroup, lane);
+        auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
+        if constexpr (Cfg::kTmaStoreDglu) output.held = held;
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -1096,7 +1096,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, DgluSlots{}, tile, warpgroup, lane);
+        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, tile, warpgroup, lane);
         const int32_t rows = general.rows();
         const bool full_width = tile.n_width == Cfg::kTileN && rows > 0;
         // The pending atom is written here, in the open, unless a whole-width tile's head can
