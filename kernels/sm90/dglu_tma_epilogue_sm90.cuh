@@ -9,15 +9,13 @@
 // b % kDgluSlotAtoms. So:
 //   1. the producer loads them into the slots that follow the tile's k-blocks (load_pre_slot),
 //      so that the ring keeps every stage for the operands during the main loop;
-//   2. every thread reads the gate and up pairs of its own accumulators from the slots, computes
-//      d_gate and d_up and writes them back to the same bytes: d_pre has the pre-activation's
-//      layout, so the slots become the tile's d_pre in place, each element read and written by
-//      one thread;
-//   3. one thread of the warpgroup stores a slot's atoms with TMA (D's map: dims {2N, M}) once
-//      they are written, waits until the stores have read them and releases the slot for its
-//      warpgroup's four warps (release_pre_slot).
-// Steps 2 and 3 run a block at a time behind the next tile's first k-blocks (compute_dglu_tiles
-// in grouped_gemm_sm90.cuh says when), or whole (store_dglu_tma).
+//   2. after the main loop every thread reads the gate and up pairs of its own accumulators from
+//      the slots, computes d_gate and d_up and writes them back to the same bytes: d_pre has the
+//      pre-activation's layout, so the slots become the tile's d_pre in place, each element read
+//      and written by one thread;
+//   3. one thread of the warpgroup stores its atoms with TMA (D's map: dims {2N, M}); once the
+//      next tile's first wgmma batch is issued, it waits until they have read the slots and
+//      releases both slots for its warpgroup's four warps (release_pre_slots).
 // A ring slot holds the operands of a k-block (128 x 64 of A and 128 x 64 of B: 32 KB) or four
 // atoms: the 128-wide tile's 256 pre-activation columns fill two. A buffer of its own, the
 // pre-activation took two of the seven stages' room for the whole main loop; waiting on the five
@@ -94,12 +92,13 @@ struct TmaDgluEpilogue {
     int warpgroup;         // which of each slot's atoms are this warpgroup's
 };
 
-// Step 3's release of slot c, by the warpgroup's storing thread: waits until its stores have read
-// the slot (d_pre), then arrives on the slot's empty barrier for the warpgroup's four warps (each
-// warp's reads and writes of the slot came before the barrier that preceded the stores).
-__device__ __forceinline__ void release_pre_slot(const DgluSlots& slots, int c) {
+// Step 3's release, by the warpgroup's storing thread: waits until its stores have read the
+// slots (d_pre), then arrives on each slot's empty barrier for the warpgroup's four warps (each
+// warp's reads and writes of the slots came before the barrier that preceded the stores).
+__device__ __forceinline__ void release_pre_slots(const DgluSlots& slots) {
     ptx::tma_store_wait_read<0>();
-    ptx::mbarrier_arrive_count(slots.empty[c], kWarpgroupWarps);
+#pragma unroll
+    for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_arrive_count(slots.empty[c], kWarpgroupWarps);
 }
 
 __device__ __forceinline__ float2 bf16_pair_to_float2(uint32_t bits) {
@@ -111,16 +110,13 @@ __device__ __forceinline__ uint32_t float2_to_bf16_pair(float2 v) {
     return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Step 2 for R's 32-column blocks [first, first + kCount) of a tile kTileN columns wide,
-// bounded at run time by e.width and N. Each slot is waited for as its first block comes (a slot
-// past R's end is never waited for: it holds no bytes, and its phase completed on the producer's
-// arrival). prob_sum carries d_prob's sums from one call to the next and is stored at the end of
-// each 64-column block of R, so a tile's blocks give the same bits in one call or in several, in
-// order. `first` is a constant once the caller's loop is unrolled.
-template <int32_t kActivation, int kTileN, int kCount>
-__device__ __forceinline__ void dglu_blocks(const TmaDgluEpilogue& e, const DgluSlots& slots,
-                                            const float (&acc)[kTileN / 2], int first, float (&prob_sum)[2]) {
+// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width).
+template <int32_t kActivation, int kTileN>
+__device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const DgluSlots& slots,
+                                               const float (&acc)[kTileN / 2]) {
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;  // R groups of a 32-column block
+    constexpr int kBlocks = kTileN / kGluBlockColumns;
+    static_assert(kBlocks == kDgluSlots * kDgluSlotAtoms, "a tile's pre-activation fills its slots");
     const EpilogueTile& t = e.out.t;
     const int thread = threadIdx.x % 128;
     const int warp = thread / 32;
@@ -128,17 +124,24 @@ __device__ __forceinline__ void dglu_blocks(const TmaDgluEpilogue& e, const Dglu
     const int row = warp * 16 + lane / 4;  // and row + 8
     const int64_t top = e.out.row_begin + row;
     const int32_t n_end = e.out.n_begin + e.width < t.n ? e.out.n_begin + e.width : t.n;
+    float prob_sum[2] = {0.f, 0.f};
+    uint32_t atoms[kBlocks];
 #pragma unroll
-    for (int q = 0; q < kCount; ++q) {
-        const int block = first + q;
+    for (int block = 0; block < kBlocks; ++block) {
+        atoms[block] = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
+                       (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+    }
+#pragma unroll
+    for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
         if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
+        // Each slot waited for as its first block comes (a slot past R's end is never waited
+        // for: it holds no bytes, and its phase completed on the producer's arrival).
         if (block % kDgluSlotAtoms == 0) {
             const int c = block / kDgluSlotAtoms;
             ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
         }
-        const uint32_t atom = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
-                              (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+        const uint32_t atom = atoms[block];
 #pragma unroll
         for (int g = 0; g < kGroupsPerBlock; ++g) {
             const int j = block * kGroupsPerBlock + g;
@@ -169,43 +172,29 @@ __device__ __forceinline__ void dglu_blocks(const TmaDgluEpilogue& e, const Dglu
         const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
         if (block_ends) store_prob_partials(t, top, r_col0, lane, prob_sum);
     }
-}
-
-// Step 3 for slots [first, first + count): once every thread of the warpgroup has written its
-// d_pre there, the storing thread stores the warpgroup's atoms of them that hold R's columns.
-__device__ __forceinline__ void store_pre_slots(const TmaDgluEpilogue& e, const DgluSlots& slots, int first,
-                                                int count) {
     ptx::fence_proxy_async_shared();  // this thread's d_pre writes, before the TMA reads them
     ptx::named_barrier_sync(e.out.barrier, 128);
-    if (threadIdx.x % 128 == 0) {
-        const int atoms = dglu_pre_atoms(e.out.n_begin, e.width, e.out.t.n);
+    if (thread == 0) {
+        const int count = dglu_pre_atoms(e.out.n_begin, e.width, t.n);
 #pragma unroll
-        for (int c = 0; c < kDgluSlots; ++c) {  // unrolled: the slots' pointers stay in registers
-            if (c < first || c >= first + count) continue;
-#pragma unroll
-            for (int j = 0; j < kDgluSlotAtoms; ++j) {
-                const int a = c * kDgluSlotAtoms + j;
-                if (a >= atoms) break;
-                ptx::tma_store_2d(e.out.d_map, slots.stage[c] + (e.warpgroup * kDgluSlotAtoms + j) * kAtomBytes,
-                                  2 * e.out.n_begin + a * kAtomColumns, e.out.row_begin);
-            }
+        for (int a = 0; a < kBlocks; ++a) {  // unrolled: the slots' pointers stay in registers
+            if (a >= count) break;
+            const uint8_t* atom = slots.stage[a / kDgluSlotAtoms] +
+                                  (e.warpgroup * kDgluSlotAtoms + a % kDgluSlotAtoms) * kAtomBytes;
+            ptx::tma_store_2d(e.out.d_map, atom, 2 * e.out.n_begin + a * kAtomColumns, e.out.row_begin);
         }
         ptx::tma_store_commit();
     }
 }
 
-// Steps 2 and 3 for a whole tile or piece at once, and the slots' release.
-template <int32_t kActivation, int kTileN>
-__device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const DgluSlots& slots,
-                                               const float (&acc)[kTileN / 2]) {
-    constexpr int kBlocks = kTileN / kGluBlockColumns;
-    static_assert(kBlocks == kDgluSlots * kDgluSlotAtoms, "a tile's pre-activation fills its slots");
-    float prob_sum[2] = {0.f, 0.f};
-    dglu_blocks<kActivation, kTileN, kBlocks>(e, slots, acc, 0, prob_sum);
-    store_pre_slots(e, slots, 0, kDgluSlots);
-    if (threadIdx.x % 128 == 0) {
-#pragma unroll
-        for (int c = 0; c < kDgluSlots; ++c) release_pre_slot(slots, c);
+// The activation chosen at run time: one instance of each per kernel.
+template <int kTileN>
+__device__ __forceinline__ void store_dglu_tma_tile(const TmaDgluEpilogue& e, const DgluSlots& slots,
+                                                    const float (&acc)[kTileN / 2]) {
+    if (e.out.t.activation == kActivationSwiglu) {
+        store_dglu_tma<kActivationSwiglu, kTileN>(e, slots, acc);
+    } else {
+        store_dglu_tma<kActivationClampedGeglu, kTileN>(e, slots, acc);
     }
 }
 

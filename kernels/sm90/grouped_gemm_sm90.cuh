@@ -454,10 +454,11 @@ __device__ __forceinline__ void fence_operands(float (&acc)[kCount]) {
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
 // k-block, keeping Cfg::kBatchesInFlight batches in flight and releasing each stage as soon as
 // its batch is done. Once the first batch is issued, the atoms the previous tile held back are
-// stored (DeferredAtoms).
-template <class Cfg, int kWidth>
-__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup, int lane,
-                                          float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase,
+// stored (DeferredAtoms) and the output may start its own loads (output.after_first_batch: dGLU
+// through TMA loads the saved pre-activation then).
+template <class Cfg, int kWidth, class Out>
+__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
+                                          int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase,
                                           DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
     uint32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -467,6 +468,9 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         issue_k_block<Cfg, kWidth>(s, stage, warpgroup, acc, 0, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();
+        if constexpr (Out::kLoadsDuringMainLoop) {
+            if (kb == 0) output.after_first_batch();
+        }
         fence_operands(acc);
         if constexpr (Cfg::kBatchesInFlight == 0) {
             ptx::wgmma_wait<0>();
@@ -512,9 +516,11 @@ constexpr EpilogueValue plain_value(TileLoop loop) {
 // One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh).
 template <TileLoop kLoop, AlphaLoad kAlphaLoad>
 struct WarpStoreOutput {
+    static constexpr bool kLoadsDuringMainLoop = false;
     FragmentEpilogue epilogue;
     float2 bias_pair;
     __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
+    __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth, class Deferred>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], Deferred&) const {
         const FragmentEpilogue e = after_main_loop<kAlphaLoad>(epilogue);
@@ -538,8 +544,10 @@ struct WarpStoreOutput {
 // the fused GLU forward.
 template <int kStoreAtoms, bool kGlu, TileLoop kLoop, AlphaLoad kAlphaLoad>
 struct TmaStoreOutput {
+    static constexpr bool kLoadsDuringMainLoop = false;
     TmaStoreEpilogue epilogue;
     __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
+    __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth, int kDeferAtoms>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], DeferredAtoms<kDeferAtoms>& deferred) const {
         if constexpr (kLoop != TileLoop::kGeneral) {
@@ -561,17 +569,24 @@ struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral,
     }
 };
 
-// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh; its tile loop is
-// compute_dglu_tiles).
+// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh). `held`: the
+// previous tile's pre-activation slots, whose d_pre this warpgroup's stores may still be reading
+// (none: `held.stage[0]` null); its storing thread releases them once this tile's first wgmma
+// batch is issued.
 template <AlphaLoad kAlphaLoad>
 struct TmaDgluOutput {
+    static constexpr bool kLoadsDuringMainLoop = true;
     TmaDgluEpilogue epilogue;
+    DgluSlots held;
     __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
-    // The epilogue once the main loop is done (alpha loaded where it waits until then).
-    __device__ __forceinline__ TmaDgluEpilogue after_main_loop_epilogue() const {
+    __device__ __forceinline__ void after_first_batch() const {
+        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
+    }
+    template <int kTileN>
+    __device__ __forceinline__ void store_fused(const DgluSlots& slots, const float (&acc)[kTileN / 2]) const {
         TmaDgluEpilogue e = epilogue;
         e.out = after_main_loop<kAlphaLoad>(e.out);
-        return e;
+        store_dglu_tma_tile<kTileN>(e, slots, acc);
     }
 };
 
@@ -732,7 +747,7 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
         return false;
     }
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
-    main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase, deferred);
+    main_loop<Cfg, kWidth>(s, output, k_blocks, warpgroup, lane, part, stage, phase, deferred);
     if constexpr (Cfg::kSplitK && kWidth == Cfg::kTileN) {
         if (args.k_splits > 1) {
             const int32_t split_item = tile.tile_index * args.k_splits + tile.k_split;
@@ -742,8 +757,12 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         if (fused) return true;  // compute() stores it
     }
-    output.template store<kWidth>(part, deferred);
-    return true;
+    if constexpr (Cfg::kTmaStoreDglu) {
+        return true;  // compute() stores it
+    } else {
+        output.template store<kWidth>(part, deferred);
+        return true;
+    }
 }
 
 // The math warpgroups' i-th tile: waits until the producer has published it in the ring, reads
@@ -765,6 +784,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
+    DgluSlots held{};  // dGLU through TMA: the last tile's pre-activation slots, not yet released
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
@@ -773,7 +793,8 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
+        auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
+        if constexpr (Cfg::kTmaStoreDglu) output.held = held;
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -804,6 +825,26 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         }
         if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
+        }
+        if constexpr (Cfg::kTmaStoreDglu) {
+            // The tile's pre-activation follows its k-blocks in the ring.
+            const DgluSlots slots = dglu_slots(s, stage, phase);
+            for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
+            if (finished) {
+                output.template store_fused<Cfg::kTileN>(slots, acc);
+                held = slots;
+            } else {
+                // No main loop ran (every row of the warpgroup past a valid-row count: the host
+                // refuses counts with dGLU, but the ring must not stall on one), so the last
+                // tile's slots are still held; this tile's are released unread.
+                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
+                held = DgluSlots{};
+#pragma unroll
+                for (int c = 0; c < kDgluSlots; ++c) {
+                    ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
+                    release_stage<Cfg>(slots.empty[c], lane);
+                }
+            }
         }
     }
 }
@@ -1093,200 +1134,24 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
     }
 }
 
-// dGLU through TMA (Cfg::kTmaStoreDglu): a tile's epilogue (dglu_tma_epilogue_sm90.cuh: R against
-// the saved pre-activation in the ring's slots after its k-blocks, d_pre written in place and
-// stored by TMA) runs behind the tensor cores' work instead of between two tiles' MMAs. Once a
-// tile's main loop is done its accumulators are copied aside (`held`), and each of the next
-// tile's first kDgluSlots x kDgluSlotAtoms k-blocks issues its wgmma batch, then computes one
-// 32-column block of R of the held tile; a slot's d_pre is stored once its last block is
-// written, and the slot released kDgluSlotAtoms k-blocks later, when its stores have read it:
-// slot c at k-block kDgluSlotAtoms (c + 1). Until then the ring's other stages hold the new
-// tile's k-blocks, so the producer never waits for a slot the math warps release only after a
-// k-block it has not loaded (kDgluHeadBlocks + 1 of them: the stages past the held slots).
-// A tile of fewer k-blocks, a piece of the last round (which has too few tiles after it to
-// hide behind), a tile after one with no rows, and the last tile run the held epilogue whole
-// before their own main loop or at the end. Same arithmetic in the same order, same bits.
-constexpr int kDgluHeadBlocks = kDgluSlots * kDgluSlotAtoms;
-
-// What a held tile's epilogue needs besides the call's and the warpgroup's fields.
-struct DgluHeldTile {
-    float alpha;
-    float2 prob;
-    int32_t row_begin;  // the warpgroup's first row
-    int32_t n_begin;
-    int32_t width;
-    uint32_t stage, phase;  // the ring position of its first pre-activation slot
-};
-
-// The epilogue of a held tile, rebuilt from its fields and the call's: what dglu_blocks and
-// store_pre_slots read.
-template <class Cfg>
-__device__ __forceinline__ TmaDgluEpilogue held_epilogue(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                                         const CUtensorMap* d_map, int warpgroup,
-                                                         const DgluHeldTile& h) {
-    TmaDgluEpilogue e{};
-    e.out.t.alpha = h.alpha;
-    e.out.t.n = args.n;
-    e.out.t.glu = args.glu;
-    e.out.t.d_prob_partials = args.d_prob_partials;
-    e.out.t.m = args.m;
-    e.out.prob = h.prob;
-    set_output_buffer(s, warpgroup, e.out);
-    e.out.row_begin = h.row_begin;
-    e.out.rows = Cfg::kRowsPerWarpgroup;
-    e.out.n_begin = h.n_begin;
-    e.out.d_map = d_map;
-    e.width = h.width;
-    e.warpgroup = warpgroup;
-    return e;
-}
-
-// One warpgroup's main loop of a whole dGLU tile; with `holding`, the held tile's epilogue
-// behind its first kDgluHeadBlocks k-blocks and the held slots released by k-block
-// kDgluHeadBlocks (the tile has more k-blocks than that).
-template <class Cfg, int32_t kActivation>
-__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, const TmaDgluEpilogue& held_e,
-                                               const DgluSlots& held_slots, bool holding, int32_t k_blocks,
-                                               int warpgroup, int lane, float (&acc)[Cfg::kTileN / 2],
-                                               const float (&held)[Cfg::kTileN / 2], uint32_t& stage,
-                                               uint32_t& phase) {
-    static_assert(Cfg::kBatchesInFlight == 1, "one batch in flight behind the one just issued");
-    static_assert(Cfg::kStages - kDgluSlots >= kDgluHeadBlocks + 1,
-                  "the head's k-blocks and the one that releases the last slot fit beside the held slots");
-    uint32_t previous_stage = 0;
-    int32_t kb = 0;
-    if (holding) {
-        float prob_sum[2] = {0.f, 0.f};
-#pragma unroll
-        for (int h = 0; h <= kDgluHeadBlocks; ++h) {
-            ptx::mbarrier_wait(&s.full[stage], phase);
-            fence_operands(acc);
-            ptx::wgmma_fence();
-            issue_k_block<Cfg, Cfg::kTileN>(s, stage, warpgroup, acc, 0, h > 0);
-            ptx::wgmma_commit();
-            if (h >= kDgluSlotAtoms && h % kDgluSlotAtoms == 0 && threadIdx.x % 128 == 0) {
-                release_pre_slot(held_slots, h / kDgluSlotAtoms - 1);
-            }
-            if (h < kDgluHeadBlocks) {
-                dglu_blocks<kActivation, Cfg::kTileN, 1>(held_e, held_slots, held, h, prob_sum);
-                if (h % kDgluSlotAtoms == kDgluSlotAtoms - 1) store_pre_slots(held_e, held_slots, h / kDgluSlotAtoms, 1);
-            }
-            fence_operands(acc);
-            if (h > 0) {
-                ptx::wgmma_wait<1>();
-                release_stage<Cfg>(&s.empty[previous_stage], lane);
-            }
-            previous_stage = stage;
-            next_stage<Cfg>(stage, phase);
-        }
-        kb = kDgluHeadBlocks + 1;
-    }
-    for (; kb < k_blocks; ++kb) {
-        ptx::mbarrier_wait(&s.full[stage], phase);
-        fence_operands(acc);
-        ptx::wgmma_fence();
-        issue_k_block<Cfg, Cfg::kTileN>(s, stage, warpgroup, acc, 0, kb > 0);
-        ptx::wgmma_commit();
-        fence_operands(acc);
-        if (kb > 0) {
-            ptx::wgmma_wait<1>();
-            release_stage<Cfg>(&s.empty[previous_stage], lane);
-        }
-        previous_stage = stage;
-        next_stage<Cfg>(stage, phase);
-    }
-    ptx::wgmma_wait<0>();
-    release_stage<Cfg>(&s.empty[previous_stage], lane);
-    fence_operands(acc);
-}
-
-// The tile loop of the dGLU-through-TMA kernels, the activation known at compile time.
-template <class Cfg, int32_t kActivation>
-__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                                   const CUtensorMap* d_map, int warpgroup) {
-    const int lane = threadIdx.x % 32;
-    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    const bool overlap = k_blocks > kDgluHeadBlocks;
-    // Zeroed once: the epilogue reads the whole array, past a piece's columns too (never stored).
-    float acc[Cfg::kTileN / 2] = {};
-    float held[Cfg::kTileN / 2];  // the held tile's accumulators
-    DgluHeldTile last{};
-    bool holding = false;
-    uint32_t stage = 0, phase = 0;
-    DeferredAtoms<Cfg::kDeferAtoms> deferred;  // none: main_loop's parameter
-    for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = take_tile(s, i, lane);
-        if (tile.expert >= 0 && tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const int32_t rows = valid_rows_of(tile, tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup,
-                                           Cfg::kRowsPerWarpgroup);
-        const bool whole = tile.expert >= 0 && tile.n_width == Cfg::kTileN && rows > 0;
-        if (holding && !(overlap && whole)) {
-            const TmaDgluEpilogue e = held_epilogue<Cfg>(s, args, d_map, warpgroup, last);
-            store_dglu_tma<kActivation, Cfg::kTileN>(e, dglu_slots(s, last.stage, last.phase), held);
-            holding = false;
-        }
-        if (tile.expert < 0) {
-            if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();
-            return;
-        }
-        const auto output = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, tile, warpgroup, lane);
-        if (rows == 0) {
-            // No main loop (every row of the warpgroup past a valid-row count: the host refuses
-            // counts with dGLU, but the ring must not stall on one): its slots are released unread.
-            skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
-            const DgluSlots slots = dglu_slots(s, stage, phase);
-#pragma unroll
-            for (int c = 0; c < kDgluSlots; ++c) {
-                ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
-                release_stage<Cfg>(slots.empty[c], lane);
-                next_stage<Cfg>(stage, phase);
-            }
-            continue;
-        }
-        if (tile.n_width == Cfg::kTileN) {
-            dglu_main_loop<Cfg, kActivation>(s, held_epilogue<Cfg>(s, args, d_map, warpgroup, last),
-                                             dglu_slots(s, last.stage, last.phase), holding, k_blocks, warpgroup,
-                                             lane, acc, held, stage, phase);
-        } else {
-            main_loop<Cfg, kPieceColumns>(s, k_blocks, warpgroup, lane,
-                                          reinterpret_cast<float(&)[kPieceColumns / 2]>(acc), stage, phase, deferred);
-        }
-        // The tile's pre-activation follows its k-blocks in the ring.
-        const TmaDgluEpilogue e = output.after_main_loop_epilogue();
-        last = {e.out.t.alpha, e.out.prob, e.out.row_begin, e.out.n_begin, e.width, stage, phase};
-#pragma unroll
-        for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
-#pragma unroll
-        for (int r = 0; r < Cfg::kTileN / 2; ++r) held[r] = acc[r];
-        holding = true;
-    }
-}
-
-
 // The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
 // most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
 // for plain calls, compiles no other. Without alpha and prob the plain copy skips the two
 // multiplications per element, which sit between a tile's last wgmma and the next tile's first.
-// dGLU's kernels through TMA serve dGLU only, in a tile loop of their own (one per activation).
+// (dGLU's kernels through TMA serve dGLU only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                         int warpgroup) {
-    if constexpr (Cfg::kTmaStoreDglu) {
+    if constexpr (Cfg::kGluOnly) {
         if (args.activation == kActivationSwiglu) {
-            compute_dglu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
+            compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
         } else {
-            compute_dglu_tiles<Cfg, kActivationClampedGeglu>(s, args, d_map, warpgroup);
+            compute_glu_tiles<Cfg, kActivationClampedGeglu>(s, args, d_map, warpgroup);
         }
-    } else {
-        if constexpr (Cfg::kGluOnly) {
-            if (args.activation == kActivationSwiglu) {
-                compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
-            } else {
-                compute_glu_tiles<Cfg, kActivationClampedGeglu>(s, args, d_map, warpgroup);
-            }
-            return;
-        }
+        return;
+    }
+    if constexpr (!Cfg::kTmaStoreDglu) {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
                 compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
@@ -1295,8 +1160,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
             return;
         }
-        if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
     }
+    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
