@@ -101,8 +101,8 @@ __device__ __forceinline__ void release_pre_slots(const DgluSlots& slots) {
     for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_arrive_count(slots.empty[c], kWarpgroupWarps);
 }
 
-// A bf16 is the high half of the fp32 of the same value: two integer operations widen a pair
-// (__bfloat1622float2 took three: it extracts the high half before shifting it).
+// A bf16 is the high half of the fp32 of the same value, so a pair widens in two integer
+// operations (__bfloat1622float2 compiles to three: it moves the high half down, then back up).
 __device__ __forceinline__ float2 bf16_pair_to_float2(uint32_t bits) {
     return make_float2(__uint_as_float(bits << 16), __uint_as_float(bits & 0xffff0000u));
 }
