@@ -20,13 +20,6 @@ __device__ __forceinline__ void st_shared_v2_b32(uint32_t addr, uint32_t x, uint
     asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(x), "r"(y));
 }
 
-// st.shared.v4.f32 [addr], {x, y, z, w};         (addr 16-byte aligned)     PTX 1.0, all targets
-// Float operands: wgmma accumulators stay in float registers (moved through integer ones, each
-// move a non-wgmma read that makes ptxas serialize the wgmma pipeline).
-__device__ __forceinline__ void st_shared_v4_f32(uint32_t addr, float x, float y, float z, float w) {
-    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w));
-}
-
 // ld.shared.b32 v, [addr];                                                    PTX 1.0, all targets
 __device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
     uint32_t v;

@@ -20,9 +20,7 @@
 // memory stored by TMA while the next tile's main loop runs (tma_store_epilogue_sm90.cuh). Small
 // calls may split each tile's K range over several work items (kernels/common/split_k.h): each
 // stores an fp32 partial, and the last to arrive sums them in split order and runs the epilogue
-// (reduce_split). dGLU through TMA (Config::kTmaStoreDglu) puts its epilogue in the producer
-// warpgroup's other three warps: the math warpgroups hand each tile's accumulators over through
-// the ring and go on to the next tile (dglu_tma_epilogue_sm90.cuh).
+// (reduce_split).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -75,6 +73,7 @@ struct Config {
     static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
     static constexpr int kMathWarps = kMathWarpgroups * 4;
     static constexpr int kRowsPerWarpgroup = kTileM / kMathWarpgroups;
+    static constexpr int kTileRing = 2;         // tiles published ahead to the math warpgroups
     static constexpr int kGroupM = 16;          // row blocks per raster group (even: see scheduler.h)
     static constexpr uint32_t kABytes = kTileM * kBlockK * 2;
     static constexpr uint32_t kBBytes = kTileN * kBlockK * 2;
@@ -91,10 +90,6 @@ struct Config {
     // d_pre in place and leaves by TMA (dglu_tma_epilogue_sm90.cuh). No output buffer of its own.
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
     static constexpr int kBufferAtoms = kTmaStoreDglu ? 0 : kStoreAtoms;  // per math warpgroup
-    // Tiles published ahead to the math warpgroups (and dGLU's epilogue warps, a tile behind them).
-    static constexpr int kTileRing = kTmaStoreDglu ? 3 : 2;
-    // Warps that read each published tile: the math warps, and dGLU's epilogue warps.
-    static constexpr int kTileReaders = kMathWarps + (kTmaStoreDglu ? kDgluEpilogueWarps : 0);
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
     // fused GLU forward alone (GluEpilogue).
@@ -126,14 +121,15 @@ struct Config {
     static constexpr uint16_t kClusterMask = (1u << kClusterM) - 1;
     // The shared copy of the offsets holds every expert the contract allows, except where the
     // TMA-store buffer leaves less room: there the planner keeps plans of more experts off the
-    // variant (KernelVariant::max_experts). 256 bytes are kept for the barriers and the ring
-    // (dGLU: 64 more, for its longer tile ring and r_ready), 1024 for aligning the dynamic shared
-    // memory.
+    // variant (KernelVariant::max_experts). 256 bytes are kept for the barriers and the ring,
+    // 1024 for aligning the dynamic shared memory.
     static constexpr int kOffsetCapacity =
         kOutput == Output::kWarpStores
             ? ggemm::kMaxExperts
             : offset_capacity(kSharedMemoryLimit - 1024 - kStages * static_cast<int>(kABytes + kBBytes) -
-                              kMathWarpgroups * kBufferAtoms * kAtomBytes - 256 - (kTmaStoreDglu ? 64 : 0));
+                              kMathWarpgroups * kBufferAtoms * kAtomBytes - 256);
+    // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
+    // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
     // wgmma batches a math warpgroup keeps in flight behind the one it just issued. With 3 stages
     // it keeps none: it waits for each batch and releases its stage at once, so it holds one
     // stage and the producer stays two ahead (with one in flight it would hold two, and the
@@ -145,12 +141,8 @@ struct Config {
     // the main loop waited on it; wider tiles serve calls of many, where it did not and the
     // load at the tile's start measured slower (kernels/common/epilogue.cuh).
     static constexpr AlphaLoad kAlphaLoad = kTileN <= 128 ? AlphaLoad::kAtTileStart : AlphaLoad::kAfterMainLoop;
-    // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
-    // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever. dGLU's
-    // epilogue warps share the producer's warpgroup and its count, and its math warps keep only
-    // the main loop's: 128 x 152 + 256 x 176.
-    static constexpr int kProducerRegisters = kTmaStoreDglu ? 152 : 56;
-    static constexpr int kMathRegisters = kTmaStoreDglu ? 176 : 224;
+    static constexpr int kProducerRegisters = 56;
+    static constexpr int kMathRegisters = 224;
 
     static_assert(128 * kProducerRegisters + 128 * kMathWarpgroups * kMathRegisters <=
                       kThreads * (65536 / kThreads / 8 * 8),
@@ -166,10 +158,9 @@ struct Config {
                                                  : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
                                                        (kStoreColumns <= kTileN || kTmaStoreDglu),
                   "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
-    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == kDgluTileN && kABytes + kBBytes == kDgluSlotBytes &&
-                                     kMathWarpgroups == kDgluWarpgroups && kStages > kDgluSlots + kDgluRSlots),
-                  "dGLU through TMA: one CTA, whose tile's pre-activation and R fill ring slots, with stages "
-                  "left for the next tile's main loop");
+    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == kDgluSlots * kDgluSlotAtoms * kGluBlockColumns &&
+                                     kABytes + kBBytes == kDgluSlotBytes && kMathWarpgroups == kDgluWarpgroups),
+                  "dGLU through TMA: one CTA, whose tile's pre-activation fills kDgluSlots ring slots");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
@@ -217,7 +208,6 @@ struct GluEpilogue : Cfg {
 enum class NamedBarrier : uint32_t {
     kEpilogue = 1,      // + math warpgroup index: its staged bias row, or its TMA-store buffer
     kSplitArrival = 3,  // + math warpgroup index: its partial tile is stored, its arrival counted
-    kDgluEpilogue = 5,  // dGLU's epilogue warps: a tile's d_pre is written
 };
 
 // Where a tile's output waits in shared memory. Warp stores: per math warpgroup one
@@ -235,10 +225,7 @@ struct OutputStorage<Cfg, Output::kTmaStore, false> {
     alignas(1024) uint8_t d_tile[Cfg::kMathWarpgroups][Cfg::kBufferAtoms * kAtomBytes];
 };
 template <class Cfg>
-struct OutputStorage<Cfg, Output::kTmaStore, true> {
-    uint64_t r_ready;  // every math thread has written its R of the tile (one phase per tile)
-    uint64_t r_taken;  // every epilogue thread is done with the tile's R and pre-activation slots
-};
+struct OutputStorage<Cfg, Output::kTmaStore, true> {};
 
 template <class Cfg>
 struct SharedStorage {
@@ -354,8 +341,7 @@ __device__ __forceinline__ void next_stage(uint32_t& stage, uint32_t& phase) {
 // tiles; one lane chosen by elect.sync arms each stage's barrier and issues its loads. Chosen
 // by its lane index instead, each load sat in a loop over the warp's active lanes, and the
 // producer spent most of a 128x32 tile's k-block issuing one stage (docs/PERFORMANCE.md).
-// dGLU through TMA: a tile's saved pre-activation (pre_map), then its R, follow its k-blocks in
-// the ring.
+// dGLU through TMA: a tile's saved pre-activation follows its k-blocks in the ring (pre_map).
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const CUtensorMap* pre_map,
@@ -421,12 +407,6 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
                 }
                 next_stage<Cfg>(stage, phase);
             }
-            // The R slots carry no bytes: once free, the arrival hands them to the math warps.
-            for (int slot = 0; slot < kDgluRSlots; ++slot) {
-                ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-                if (ptx::elect_one_sync()) ptx::mbarrier_arrive(&s.full[stage]);
-                next_stage<Cfg>(stage, phase);
-            }
         }
     }
 }
@@ -474,9 +454,10 @@ __device__ __forceinline__ void fence_operands(float (&acc)[kCount]) {
 // One tile's (or piece's) main loop, kWidth columns wide: m64 n kWidth k16 wgmma over every
 // k-block, keeping Cfg::kBatchesInFlight batches in flight and releasing each stage as soon as
 // its batch is done. Once the first batch is issued, the atoms the previous tile held back are
-// stored (DeferredAtoms).
-template <class Cfg, int kWidth>
-__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int warpgroup,
+// stored (DeferredAtoms) and the output may start its own loads (output.after_first_batch: dGLU
+// through TMA loads the saved pre-activation then).
+template <class Cfg, int kWidth, class Out>
+__device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& output, int32_t k_blocks, int warpgroup,
                                           int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase,
                                           DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
     uint32_t previous_stage = 0;
@@ -487,6 +468,9 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, int32_t k_block
         issue_k_block<Cfg, kWidth>(s, stage, warpgroup, acc, 0, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();
+        if constexpr (Out::kLoadsDuringMainLoop) {
+            if (kb == 0) output.after_first_batch();
+        }
         fence_operands(acc);
         if constexpr (Cfg::kBatchesInFlight == 0) {
             ptx::wgmma_wait<0>();
@@ -532,9 +516,11 @@ constexpr EpilogueValue plain_value(TileLoop loop) {
 // One warpgroup's output of a tile through the math warps' stores (epilogue_sm90.cuh).
 template <TileLoop kLoop, AlphaLoad kAlphaLoad>
 struct WarpStoreOutput {
+    static constexpr bool kLoadsDuringMainLoop = false;
     FragmentEpilogue epilogue;
     float2 bias_pair;
     __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
+    __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth, class Deferred>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], Deferred&) const {
         const FragmentEpilogue e = after_main_loop<kAlphaLoad>(epilogue);
@@ -558,8 +544,10 @@ struct WarpStoreOutput {
 // the fused GLU forward.
 template <int kStoreAtoms, bool kGlu, TileLoop kLoop, AlphaLoad kAlphaLoad>
 struct TmaStoreOutput {
+    static constexpr bool kLoadsDuringMainLoop = false;
     TmaStoreEpilogue epilogue;
     __device__ __forceinline__ int32_t rows() const { return epilogue.rows; }
+    __device__ __forceinline__ void after_first_batch() const {}
     template <int kWidth, int kDeferAtoms>
     __device__ __forceinline__ void store(const float (&acc)[kWidth / 2], DeferredAtoms<kDeferAtoms>& deferred) const {
         if constexpr (kLoop != TileLoop::kGeneral) {
@@ -581,12 +569,33 @@ struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral,
     }
 };
 
-// kCount ring slots from (stage, phase) on, and (stage, phase) moved past them.
-template <int kCount, class Cfg>
-__device__ __forceinline__ DgluSlots<kCount> take_slots(SharedStorage<Cfg>& s, uint32_t& stage, uint32_t& phase) {
-    DgluSlots<kCount> slots;
+// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh). `held`: the
+// previous tile's pre-activation slots, whose d_pre this warpgroup's stores may still be reading
+// (none: `held.stage[0]` null); its storing thread releases them once this tile's first wgmma
+// batch is issued.
+template <AlphaLoad kAlphaLoad>
+struct TmaDgluOutput {
+    static constexpr bool kLoadsDuringMainLoop = true;
+    TmaDgluEpilogue epilogue;
+    DgluSlots held;
+    __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
+    __device__ __forceinline__ void after_first_batch() const {
+        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
+    }
+    template <int kTileN>
+    __device__ __forceinline__ void store_fused(const DgluSlots& slots, const float (&acc)[kTileN / 2]) const {
+        TmaDgluEpilogue e = epilogue;
+        e.out = after_main_loop<kAlphaLoad>(e.out);
+        store_dglu_tma_tile<kTileN>(e, slots, acc);
+    }
+};
+
+// The kDgluSlots ring slots from (stage, phase) on: a tile's pre-activation, after its k-blocks.
+template <class Cfg>
+__device__ __forceinline__ DgluSlots dglu_slots(SharedStorage<Cfg>& s, uint32_t stage, uint32_t phase) {
+    DgluSlots slots;
 #pragma unroll
-    for (int c = 0; c < kCount; ++c) {
+    for (int c = 0; c < kDgluSlots; ++c) {
         slots.stage[c] = reinterpret_cast<uint8_t*>(&s.stages[stage]);
         slots.full[c] = &s.full[stage];
         slots.empty[c] = &s.empty[stage];
@@ -602,11 +611,17 @@ __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t 
     return valid < 0 ? 0 : (valid > rows ? rows : valid);
 }
 
-// A TMA-store epilogue's warpgroup fields: its output buffer and the named barrier that guards it.
+// A TMA-store epilogue's warpgroup fields: its output buffer (none in dGLU through TMA, whose
+// output leaves from the ring's slots) and the named barrier that guards it.
 template <class Cfg>
 __device__ __forceinline__ void set_output_buffer(SharedStorage<Cfg>& s, int warpgroup, TmaStoreEpilogue& e) {
-    e.buffer = s.output.d_tile[warpgroup];
-    e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+    if constexpr (Cfg::kTmaStoreDglu) {
+        e.buffer = nullptr;
+        e.buffer_addr = 0;
+    } else {
+        e.buffer = s.output.d_tile[warpgroup];
+        e.buffer_addr = ptx::smem_addr(s.output.d_tile[warpgroup]);
+    }
     e.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
 }
 
@@ -645,9 +660,17 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
         e.d_map = d_map;
-        TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
-        out.epilogue = e;
-        return out;
+        if constexpr (Cfg::kTmaStoreDglu) {
+            TmaDgluOutput<Cfg::kAlphaLoad> out;
+            out.epilogue.out = e;
+            out.epilogue.width = tile.n_width;
+            out.epilogue.warpgroup = warpgroup;
+            return out;
+        } else {
+            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
+            out.epilogue = e;
+            return out;
+        }
     }
 }
 
@@ -724,7 +747,7 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
         return false;
     }
     auto& part = reinterpret_cast<float(&)[kWidth / 2]>(acc);
-    main_loop<Cfg, kWidth>(s, k_blocks, warpgroup, lane, part, stage, phase, deferred);
+    main_loop<Cfg, kWidth>(s, output, k_blocks, warpgroup, lane, part, stage, phase, deferred);
     if constexpr (Cfg::kSplitK && kWidth == Cfg::kTileN) {
         if (args.k_splits > 1) {
             const int32_t split_item = tile.tile_index * args.k_splits + tile.k_split;
@@ -734,8 +757,12 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         if (fused) return true;  // compute() stores it
     }
-    output.template store<kWidth>(part, deferred);
-    return true;
+    if constexpr (Cfg::kTmaStoreDglu) {
+        return true;  // compute() stores it
+    } else {
+        output.template store<kWidth>(part, deferred);
+        return true;
+    }
 }
 
 // The math warpgroups' i-th tile: waits until the producer has published it in the ring, reads
@@ -757,6 +784,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
+    DgluSlots held{};  // dGLU through TMA: the last tile's pre-activation slots, not yet released
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
@@ -766,6 +794,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
         auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
+        if constexpr (Cfg::kTmaStoreDglu) output.held = held;
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -797,142 +826,26 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
         }
-    }
-}
-
-// Moves (stage, phase) past `count` ring slots.
-template <class Cfg>
-__device__ __forceinline__ void skip_slots(uint32_t& stage, uint32_t& phase, int32_t count) {
-    const uint32_t position = stage + static_cast<uint32_t>(count);
-    phase ^= (position / Cfg::kStages) & 1u;
-    stage = position % Cfg::kStages;
-}
-
-// dGLU through TMA, the math warpgroups: each tile's main loop, then its R handed to the
-// epilogue warps through the ring (dglu_tma_epilogue_sm90.cuh), and on to the next tile. R is
-// handed over whatever the tile: a warpgroup whose rows are all past a valid-row count (the host
-// refuses counts with dGLU, but the ring must not stall on one) hands over stale accumulators,
-// which the epilogue warps skip. A tile's R is written once the epilogue warps are done with the
-// previous one's (r_taken): each thread that read a slot arrives there itself, which orders those
-// reads before any later write for compute-sanitizer's racecheck too (it does not follow a
-// barrier between other threads' reads and one thread's release of the slot).
-template <class Cfg>
-__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
-    const int lane = threadIdx.x % 32;
-    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    // Zeroed once: a piece's R slot carries the columns past it too (never read).
-    float acc[Cfg::kTileN / 2] = {};
-    uint32_t stage = 0, phase = 0;
-    DeferredAtoms<Cfg::kDeferAtoms> none;
-    uint32_t handed = 0;  // tiles whose R this thread has handed over
-    for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = take_tile(s, i, lane);
-        if (tile.expert < 0) return;
-        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
-        if (valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup) == 0) {
-            skip_main_loop<Cfg>(s, k_blocks, lane, stage, phase);
-        } else if (tile.n_width == Cfg::kTileN) {
-            main_loop<Cfg, Cfg::kTileN>(s, k_blocks, warpgroup, lane, acc, stage, phase, none);
-        } else {  // a piece of the last round (tail_split.h)
-            main_loop<Cfg, kPieceColumns>(s, k_blocks, warpgroup, lane,
-                                          reinterpret_cast<float(&)[kPieceColumns / 2]>(acc), stage, phase, none);
-        }
-        skip_slots<Cfg>(stage, phase, kDgluSlots);  // the pre-activation's: the epilogue warps'
-        uint32_t r_stage = stage, r_phase = phase;
-        for (int w = 0; w < warpgroup; ++w) next_stage<Cfg>(r_stage, r_phase);
-        skip_slots<Cfg>(stage, phase, kDgluRSlots);
-        ptx::mbarrier_wait(&s.full[r_stage], r_phase);
-        if (handed > 0) ptx::mbarrier_wait(&s.output.r_taken, (handed - 1) & 1u);
-        write_r(reinterpret_cast<uint8_t*>(&s.stages[r_stage]), acc, threadIdx.x % 128);
-        ptx::mbarrier_arrive(&s.output.r_ready);
-        ++handed;
-    }
-}
-
-// dGLU through TMA, the epilogue warps (warps 1-3 of the producer's warpgroup): each tile's d_pre
-// and d_prob's partial sums from its pre-activation and R slots (dglu_tma_epilogue_sm90.cuh),
-// one math warp's rows at a time, epilogue warp e taking math warps e, e + 3 and e + 6 of the
-// tile's eight. Its lane 0 of epilogue warp 0 releases the slots and stores d_pre.
-template <class Cfg, int32_t kActivation>
-__device__ __forceinline__ void dglu_epilogue_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                                    const CUtensorMap* d_map, int epilogue_warp) {
-    constexpr int kRows = Cfg::kRowsPerWarpgroup;
-    const int lane = threadIdx.x % 32;
-    const bool storer = epilogue_warp == 0 && lane == 0;
-    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-    uint32_t stage = 0, phase = 0;
-    uint32_t handed = 0;  // tiles whose R the math warps have handed over
-    for (uint32_t i = 0;; ++i) {
-        const TileCoord tile = take_tile(s, i, lane);
-        if (tile.expert < 0) break;
-        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        skip_slots<Cfg>(stage, phase, k_blocks);
-        const DgluSlots<kDgluSlots> pre = take_slots<kDgluSlots>(s, stage, phase);
-        const DgluSlots<kDgluRSlots> r = take_slots<kDgluRSlots>(s, stage, phase);
-        const EpilogueTile t = epilogue_tile(args, tile.expert);
-        const int32_t n_end = tile.n_begin + tile.n_width < args.n ? tile.n_begin + tile.n_width : args.n;
-        // The prob of each row this warp computes, loaded while R is on its way.
-        float2 prob[kDgluEpilogueShare];
+        if constexpr (Cfg::kTmaStoreDglu) {
+            // The tile's pre-activation follows its k-blocks in the ring.
+            const DgluSlots slots = dglu_slots(s, stage, phase);
+            for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
+            if (finished) {
+                output.template store_fused<Cfg::kTileN>(slots, acc);
+                held = slots;
+            } else {
+                // No main loop ran (every row of the warpgroup past a valid-row count: the host
+                // refuses counts with dGLU, but the ring must not stall on one), so the last
+                // tile's slots are still held; this tile's are released unread.
+                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
+                held = DgluSlots{};
 #pragma unroll
-        for (int k = 0; k < kDgluEpilogueShare; ++k) {
-            const int v = epilogue_warp + kDgluEpilogueWarps * k;
-            const int64_t row = tile.row_begin + (v / kWarpgroupWarps) * kRows + (v % kWarpgroupWarps) * 16 + lane / 4;
-            prob[k] = v < Cfg::kMathWarps ? make_float2(prob_of(args.prob, row), prob_of(args.prob, row + 8))
-                                          : make_float2(0.f, 0.f);
-        }
-        static_assert(kDgluEpilogueShare == 3, "the prob selection below");
-        ptx::mbarrier_wait(&s.output.r_ready, handed & 1u);
-        ++handed;
-#pragma unroll
-        for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_wait(pre.full[c], pre.parity[c]);
-        // Not unrolled: one copy of the epilogue's code, which the three warps run at different
-        // places at once (unrolled, the kernel's machine code was 2.4 times as large and the
-        // epilogue took longer than the main loop).
-#pragma unroll 1
-        for (int k = 0; k < kDgluEpilogueShare; ++k) {
-            const int v = epilogue_warp + kDgluEpilogueWarps * k;
-            if (v >= Cfg::kMathWarps) break;
-            const int w = v / kWarpgroupWarps;
-            const int32_t row_begin = tile.row_begin + w * kRows;
-            if (valid_rows_of(tile, row_begin, kRows) == 0) continue;
-            DgluWarpRows e;
-            e.t = t;
-            e.prob = k == 0 ? prob[0] : (k == 1 ? prob[1] : prob[2]);  // registers, not local memory
-            e.warpgroup = w;
-            e.warp = v % kWarpgroupWarps;
-            e.top = row_begin + e.warp * 16 + lane / 4;
-            e.n_begin = tile.n_begin;
-            e.n_end = n_end;
-            dglu_warp_rows<kActivation>(e, pre, w == 0 ? r.stage[0] : r.stage[1], lane);
-        }
-        ptx::mbarrier_arrive(&s.output.r_taken);
-        ptx::fence_proxy_async_shared();  // this thread's d_pre writes, before the TMA reads them
-        ptx::named_barrier_sync(static_cast<uint32_t>(NamedBarrier::kDgluEpilogue), 32 * kDgluEpilogueWarps);
-        if (storer) {
-            release_dglu_slots(r, Cfg::kMathWarps);
-#pragma unroll
-            for (int w = 0; w < Cfg::kMathWarpgroups; ++w) {
-                const int32_t row_begin = tile.row_begin + w * kRows;
-                if (valid_rows_of(tile, row_begin, kRows) == 0) continue;
-                store_dglu_atoms(d_map, pre, w, tile.n_begin, tile.n_width, args.n, row_begin);
+                for (int c = 0; c < kDgluSlots; ++c) {
+                    ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
+                    release_stage<Cfg>(slots.empty[c], lane);
+                }
             }
-            ptx::tma_store_commit();
-            ptx::tma_store_wait_read<0>();
-            release_dglu_slots(pre, Cfg::kMathWarps);
         }
-    }
-    if (storer) ptx::tma_store_wait<0>();
-}
-
-// The activation chosen at run time: one instance of each per kernel.
-template <class Cfg>
-__device__ __forceinline__ void dglu_epilogue(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                              int epilogue_warp) {
-    if (args.activation == kActivationSwiglu) {
-        dglu_epilogue_tiles<Cfg, kActivationSwiglu>(s, args, d_map, epilogue_warp);
-    } else {
-        dglu_epilogue_tiles<Cfg, kActivationClampedGeglu>(s, args, d_map, epilogue_warp);
     }
 }
 
@@ -1226,19 +1139,19 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
 // for plain calls, compiles no other. Without alpha and prob the plain copy skips the two
 // multiplications per element, which sit between a tile's last wgmma and the next tile's first.
-// (dGLU's kernels through TMA serve dGLU only, their epilogue in warps of its own.)
+// (dGLU's kernels through TMA serve dGLU only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
                                         int warpgroup) {
-    if constexpr (Cfg::kTmaStoreDglu) {
-        compute_dglu_tiles<Cfg>(s, args, warpgroup);
-    } else if constexpr (Cfg::kGluOnly) {
+    if constexpr (Cfg::kGluOnly) {
         if (args.activation == kActivationSwiglu) {
             compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
         } else {
             compute_glu_tiles<Cfg, kActivationClampedGeglu>(s, args, d_map, warpgroup);
         }
-    } else {
+        return;
+    }
+    if constexpr (!Cfg::kTmaStoreDglu) {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
                 compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
@@ -1247,8 +1160,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
             return;
         }
-        if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
     }
+    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
@@ -1301,11 +1214,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
         for (int i = 0; i < Cfg::kTileRing; ++i) {
             ptx::mbarrier_init(&s.tile_full[i], 1);
-            ptx::mbarrier_init(&s.tile_empty[i], Cfg::kTileReaders);
-        }
-        if constexpr (Cfg::kTmaStoreDglu) {
-            ptx::mbarrier_init(&s.output.r_ready, 128 * Cfg::kMathWarpgroups);
-            ptx::mbarrier_init(&s.output.r_taken, 32 * kDgluEpilogueWarps);
+            ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
         }
         s.status = 0;
         ptx::fence_mbarrier_init();
@@ -1341,11 +1250,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
         ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-        const int warp = __shfl_sync(0xffffffffu, thread / 32, 0);
-        if constexpr (Cfg::kTmaStoreDglu) {
-            if (warp > 0) dglu_epilogue<Cfg>(s, args, d_map, warp - 1);
-        }
-        if (warp == 0) {
+        if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) {
             store_offsets(s.offsets, first, args, shared_counts, lane);
             produce<Cfg>(s, a_map, b_map, pre_map, args, valid_rows);
             // One CTA reports bad offsets and counts, once its tiles are all handed out; the
