@@ -144,29 +144,42 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
             ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
         }
         const uint32_t atom = atoms[block];
+        // The block's loads first, then its arithmetic and stores: the shared-memory accesses
+        // are volatile asm, kept in program order, so each element's loads after the previous
+        // element's stores would leave every element's chain of latencies exposed.
+        uint32_t gate_at[kGroupsPerBlock][2], up_at[kGroupsPerBlock][2];
+        uint32_t gate_bits[kGroupsPerBlock][2], up_bits[kGroupsPerBlock][2];
 #pragma unroll
         for (int g = 0; g < kGroupsPerBlock; ++g) {
-            const int j = block * kGroupsPerBlock + g;
             // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
             const int gate_byte = g * 16 + 4 * (lane % 4);
             const int up_byte = gate_byte + kGluBlockColumns * 2;
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
                 const int r = row + 8 * half;
-                const uint32_t gate_at = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
-                const uint32_t up_at = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
-                const float2 gate = bf16_pair_to_float2(ptx::ld_shared_b32(gate_at));
-                const float2 up = bf16_pair_to_float2(ptx::ld_shared_b32(up_at));
+                gate_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
+                up_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
+                gate_bits[g][half] = ptx::ld_shared_b32(gate_at[g][half]);
+                up_bits[g][half] = ptx::ld_shared_b32(up_at[g][half]);
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < kGroupsPerBlock; ++g) {
+            const int j = block * kGroupsPerBlock + g;
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const float2 gate = bf16_pair_to_float2(gate_bits[g][half]);
+                const float2 up = bf16_pair_to_float2(up_bits[g][half]);
                 const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
                 const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
                 const float prob = half == 0 ? e.out.prob.x : e.out.prob.y;
                 const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
                 const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
                 const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
-                ptx::st_shared_b32(gate_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
-                                                                             __fmul_rn(rp1, d1.d_gate))));
-                ptx::st_shared_b32(up_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
-                                                                           __fmul_rn(rp1, d1.d_up))));
+                ptx::st_shared_b32(gate_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
+                                                                                     __fmul_rn(rp1, d1.d_gate))));
+                ptx::st_shared_b32(up_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
+                                                                                   __fmul_rn(rp1, d1.d_up))));
                 prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
                 prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
             }
