@@ -112,42 +112,11 @@ __device__ __forceinline__ uint32_t float2_to_bf16_pair(float2 v) {
     return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// One 32-column block of R's gate and up pairs for one thread: its rows r and r + 8 (half), R
-// groups g (columns 8g + 2(l % 4), + 1 of the block), as the bf16 pairs they hold in the atom.
-constexpr int kDgluGroupsPerBlock = kGluBlockColumns / 8;
-struct DgluBlockPairs {
-    uint32_t gate[kDgluGroupsPerBlock][2];
-    uint32_t up[kDgluGroupsPerBlock][2];
-};
-
-// Where in an atom a thread's gate pair of R group g, row r lies (its up pair: + up_byte).
-// Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
-__device__ __forceinline__ uint32_t dglu_pair_offset(int r, int byte) {
-    return static_cast<uint32_t>(r * kSliceRowBytes + swizzled_chunk(r, byte) + (byte & 15));
-}
-
-__device__ __forceinline__ DgluBlockPairs load_block_pairs(uint32_t atom, int row, int lane) {
-    DgluBlockPairs p;
-#pragma unroll
-    for (int g = 0; g < kDgluGroupsPerBlock; ++g) {
-        const int gate_byte = g * 16 + 4 * (lane % 4);
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            p.gate[g][half] = ptx::ld_shared_b32(atom + dglu_pair_offset(row + 8 * half, gate_byte));
-            p.up[g][half] = ptx::ld_shared_b32(atom + dglu_pair_offset(row + 8 * half, gate_byte + 2 * kGluBlockColumns));
-        }
-    }
-    return p;
-}
-
-// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width). The
-// shared-memory accesses are volatile asm, which the compiler keeps in program order: the next
-// block's pairs are loaded before this block's arithmetic and stores, so that their latency hides
-// behind it (each element's loads after the previous element's stores left every element's
-// chain of latencies exposed).
+// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width).
 template <int32_t kActivation, int kTileN>
 __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const DgluSlots& slots,
                                                const float (&acc)[kTileN / 2]) {
+    constexpr int kGroupsPerBlock = kGluBlockColumns / 8;  // R groups of a 32-column block
     constexpr int kBlocks = kTileN / kGluBlockColumns;
     static_assert(kBlocks == kDgluSlots * kDgluSlotAtoms, "a tile's pre-activation fills its slots");
     const EpilogueTile& t = e.out.t;
@@ -164,51 +133,59 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
         atoms[block] = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
                        (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
     }
-    // Each slot waited for before its first block's loads (a slot past R's end is never waited
-    // for: it holds no bytes, and its phase completed on the producer's arrival). Block 0 always
-    // holds columns of R.
-    ptx::mbarrier_wait(slots.full[0], slots.parity[0]);
-    DgluBlockPairs pairs = load_block_pairs(atoms[0], row, lane);
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
         if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
-        DgluBlockPairs next = pairs;
-        if (block + 1 < kBlocks && r_col0 + kGluBlockColumns < n_end) {
-            if ((block + 1) % kDgluSlotAtoms == 0) {
-                const int c = (block + 1) / kDgluSlotAtoms;
-                ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
-            }
-            next = load_block_pairs(atoms[block + 1], row, lane);
+        // Each slot waited for as its first block comes (a slot past R's end is never waited
+        // for: it holds no bytes, and its phase completed on the producer's arrival).
+        if (block % kDgluSlotAtoms == 0) {
+            const int c = block / kDgluSlotAtoms;
+            ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
         }
         const uint32_t atom = atoms[block];
+        // The block's loads first, then its arithmetic and stores: the shared-memory accesses
+        // are volatile asm, kept in program order, so each element's loads after the previous
+        // element's stores would leave every element's chain of latencies exposed.
+        uint32_t gate_at[kGroupsPerBlock][2], up_at[kGroupsPerBlock][2];
+        uint32_t gate_bits[kGroupsPerBlock][2], up_bits[kGroupsPerBlock][2];
 #pragma unroll
-        for (int g = 0; g < kDgluGroupsPerBlock; ++g) {
-            const int j = block * kDgluGroupsPerBlock + g;
+        for (int g = 0; g < kGroupsPerBlock; ++g) {
+            // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
             const int gate_byte = g * 16 + 4 * (lane % 4);
+            const int up_byte = gate_byte + kGluBlockColumns * 2;
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-                const uint32_t gate_at = atom + dglu_pair_offset(row + 8 * half, gate_byte);
-                const uint32_t up_at = atom + dglu_pair_offset(row + 8 * half, gate_byte + 2 * kGluBlockColumns);
-                const float2 gate = bf16_pair_to_float2(pairs.gate[g][half]);
-                const float2 up = bf16_pair_to_float2(pairs.up[g][half]);
+                const int r = row + 8 * half;
+                gate_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
+                up_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
+                gate_bits[g][half] = ptx::ld_shared_b32(gate_at[g][half]);
+                up_bits[g][half] = ptx::ld_shared_b32(up_at[g][half]);
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < kGroupsPerBlock; ++g) {
+            const int j = block * kGroupsPerBlock + g;
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const float2 gate = bf16_pair_to_float2(gate_bits[g][half]);
+                const float2 up = bf16_pair_to_float2(up_bits[g][half]);
                 const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
                 const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
                 const float prob = half == 0 ? e.out.prob.x : e.out.prob.y;
                 const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
                 const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
                 const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
-                ptx::st_shared_b32(gate_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
-                                                                             __fmul_rn(rp1, d1.d_gate))));
-                ptx::st_shared_b32(up_at, float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
-                                                                           __fmul_rn(rp1, d1.d_up))));
+                ptx::st_shared_b32(gate_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
+                                                                                     __fmul_rn(rp1, d1.d_gate))));
+                ptx::st_shared_b32(up_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
+                                                                                   __fmul_rn(rp1, d1.d_up))));
                 prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
                 prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
             }
         }
         const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
         if (block_ends) store_prob_partials(t, top, r_col0, lane, prob_sum);
-        pairs = next;
     }
     ptx::fence_proxy_async_shared();  // this thread's d_pre writes, before the TMA reads them
     ptx::named_barrier_sync(e.out.barrier, 128);
