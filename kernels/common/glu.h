@@ -3,9 +3,9 @@
 //   clamped GeGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
 //                  act = ((u + offset) * g) * sigmoid(scale * g)
 //   sigmoid(x) = 1 / (1 + exp(-x))
-// in fp32, in this order. The products, sums and fused multiply-adds are written with explicit
-// round-to-nearest intrinsics on the device, so the compiler neither contracts nor splits them
-// and every kernel and scheduler computes the same bits; the sigmoid's exponential and reciprocal are the special-
+// in fp32, in this order. The products and sums are written with explicit round-to-nearest
+// intrinsics on the device, so the compiler cannot contract them into FMAs and every kernel and
+// scheduler computes the same bits; the sigmoid's exponential and reciprocal are the special-
 // function unit's approximations (glu_sigmoid says why and how close). Host builds (the CPU
 // tests) evaluate the same expressions in plain fp32 with the precise expf and an IEEE division.
 //
@@ -49,15 +49,6 @@ GGEMM_HD float glu_add(float a, float b) {
 #endif
 }
 
-// a * b + c, rounded once.
-GGEMM_HD float glu_fma(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-    return __fmaf_rn(a, b, c);
-#else
-    return std::fma(a, b, c);
-#endif
-}
-
 // 1 / (1 + exp(-x)). On the device: rcp.approx(1 + ex2.approx(-x log2 e)), four instructions
 // (FMUL, MUFU.EX2, FADD, MUFU.RCP) where the precise expf and a division took about fifteen, and
 // a fused GLU tile evaluates one per output element (64 per thread in a 256-wide tile). Within
@@ -97,8 +88,7 @@ GGEMM_HD float glu_activation(float gate, float up, GluConstants k) {
 
 // act and its derivatives with respect to gate and up, at one (gate, up): what the backward of
 // the fused forward (dGLU) needs. act is the forward's value bit for bit (the same operations in
-// the same order). The derivatives are those of the forward as written (each s + x * (1 - s) one
-// fused multiply-add): SwiGLU
+// the same order). The derivatives are those of the forward as written: SwiGLU
 //   d_gate = up * (s + silu * (1 - s)),  d_up = silu,   s = sigmoid(gate), silu = gate * s
 // and the clamped GeGLU, with the clamps' derivative 1 where the input passes unclamped (at the
 // limit included, as torch.clamp's), else 0:
@@ -113,7 +103,7 @@ struct GluGrad {
 GGEMM_HD GluGrad swiglu_grad(float gate, float up) {
     const float s = glu_sigmoid(gate);
     const float silu = glu_mul(gate, s);
-    const float d_silu = glu_fma(silu, glu_add(1.0f, -s), s);
+    const float d_silu = glu_add(s, glu_mul(silu, glu_add(1.0f, -s)));
     return {glu_mul(silu, up), glu_mul(up, d_silu), silu};
 }
 
@@ -123,7 +113,7 @@ GGEMM_HD GluGrad clamped_geglu_grad(float gate, float up, GluConstants k) {
     const float sg = glu_sigmoid(glu_mul(k.scale, g));
     const float u_offset = glu_add(u, k.offset);
     const float g_sg = glu_mul(g, sg);
-    const float d_g = glu_fma(glu_mul(k.scale, g_sg), glu_add(1.0f, -sg), sg);
+    const float d_g = glu_add(sg, glu_mul(glu_mul(k.scale, g_sg), glu_add(1.0f, -sg)));
     const bool gate_passes = gate <= k.limit;
     const bool up_passes = up >= -k.limit && up <= k.limit;
     return {glu_mul(glu_mul(u_offset, g), sg), gate_passes ? glu_mul(u_offset, d_g) : 0.0f,
@@ -140,21 +130,20 @@ GGEMM_HD GluGrad glu_grad(float gate, float up, GluConstants k) {
     }
 }
 
-// dGLU's partial sum of d_prob over one 64-column block of R for one row, alpha * sum of
-// acc * act (R = alpha * acc), as one thread that owns the whole row computes it (the SM100
-// epilogue), in the order of the SM90 epilogue's four lanes per row (store_dglu_output,
-// store_prob_partials): lane q sums acc * act over the block's columns c with (c % 8) / 2 = q by
-// fused multiply-adds in column order from 0, a butterfly adds the four sums as
-// (s0 + s1) + (s2 + s3), and the result is scaled by alpha once. Keeping the four sums and adding
-// them the same way gives the same bits for the same terms.
+// dGLU's partial sum of d_prob over one 64-column block of R for one row, as one thread that owns
+// the whole row computes it (the SM100 epilogue), in the order of the SM90 epilogue's four lanes
+// per row (store_dglu_output, store_prob_partials): lane q sums R * act over the block's columns c
+// with (c % 8) / 2 = q, in column order from 0, and a butterfly adds the four sums as
+// (s0 + s1) + (s2 + s3). Keeping the four sums and adding them the same way gives the same bits
+// for the same terms.
 struct GluRowPartial {
     float quarter[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    GGEMM_HD void add(int column, float acc, float act) {
+    GGEMM_HD void add(int column, float term) {
         float& sum = quarter[(column % 8) / 2];
-        sum = glu_fma(acc, act, sum);
+        sum = glu_add(sum, term);
     }
-    GGEMM_HD float total(float alpha) const {
-        return glu_mul(glu_add(glu_add(quarter[0], quarter[1]), glu_add(quarter[2], quarter[3])), alpha);
+    GGEMM_HD float total() const {
+        return glu_add(glu_add(quarter[0], quarter[1]), glu_add(quarter[2], quarter[3]));
     }
 };
 

@@ -127,7 +127,6 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
     const int64_t top = e.out.row_begin + row;
     const int32_t n_end = e.out.n_begin + e.width < t.n ? e.out.n_begin + e.width : t.n;
     float prob_sum[2] = {0.f, 0.f};
-    const float scale[2] = {__fmul_rn(t.alpha, e.out.prob.x), __fmul_rn(t.alpha, e.out.prob.y)};  // alpha * prob
     uint32_t atoms[kBlocks];
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
@@ -171,16 +170,18 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
             for (int half = 0; half < 2; ++half) {
                 const float2 gate = bf16_pair_to_float2(gate_bits[g][half]);
                 const float2 up = bf16_pair_to_float2(up_bits[g][half]);
-                const float a0 = acc[4 * j + 2 * half], a1 = acc[4 * j + 2 * half + 1];
+                const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
+                const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
+                const float prob = half == 0 ? e.out.prob.x : e.out.prob.y;
                 const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
                 const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
-                const float rp0 = __fmul_rn(a0, scale[half]), rp1 = __fmul_rn(a1, scale[half]);
+                const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
                 ptx::st_shared_b32(gate_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
                                                                                      __fmul_rn(rp1, d1.d_gate))));
                 ptx::st_shared_b32(up_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
                                                                                    __fmul_rn(rp1, d1.d_up))));
-                prob_sum[half] = __fmaf_rn(a0, d0.act, prob_sum[half]);
-                prob_sum[half] = __fmaf_rn(a1, d1.act, prob_sum[half]);
+                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
+                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
             }
         }
         const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;

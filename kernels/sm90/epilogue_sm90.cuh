@@ -351,7 +351,6 @@ __device__ __forceinline__ void store_prob_partials(const EpilogueTile& t, int64
         float v = prob_sum[half];
         v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
         v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
-        v = __fmul_rn(v, t.alpha);
         if (lane % 4 == 0) {
             const int64_t partial_block = r_col0 / (2 * kGluBlockColumns);
             t.d_prob_partials[partial_block * t.m + top + 8 * half] = v;
@@ -368,10 +367,9 @@ __device__ __forceinline__ void store_prob_partials(const EpilogueTile& t, int64
 // one 64-column block of d_pre: one slice of a 16-bit dtype, two of fp32 (each half computed
 // once per slice it fills; d_prob is summed in the first).
 //
-// d_prob: each thread sums acc * act over its columns of one 64-column block of R (two R blocks,
-// in column order, by fused multiply-adds), the four lanes of a row add theirs (a fixed
-// butterfly: every lane gets the same bits), and lane 0 of the four stores the row's partial for
-// that block, times alpha (R = alpha * acc). d_pre is acc * (alpha * prob) times the derivative. The order depends
+// d_prob: each thread sums R * act over its columns of one 64-column block of R (two R blocks,
+// in column order), the four lanes of a row add theirs (a fixed butterfly: every lane gets the
+// same bits), and lane 0 of the four stores the row's partial for that block. The order depends
 // only on the block, never on the tile width, the piece or the scheduler; a second kernel adds
 // the blocks in order (kernels/common/glu_reduce.cuh).
 template <class T, int32_t kActivation, int kTileN>
@@ -390,7 +388,6 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
     const int64_t pre_pitch = 2 * static_cast<int64_t>(e.t.n);
     const int64_t top = e.row_begin + row;  // and top + 8
     float prob_sum[2] = {0.f, 0.f};
-    const float scale[2] = {__fmul_rn(e.t.alpha, e.prob.x), __fmul_rn(e.t.alpha, e.prob.y)};  // alpha * prob
     prefetch_pre_block(e.t, top, e.n_begin, lane);
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
@@ -414,15 +411,17 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
                 for (int half = 0; half < 2; ++half) {
                     const float2 gate = pre[half][0];
                     const float2 up = pre[half][1];
-                    const float a0 = acc[4 * j + 2 * half], a1 = acc[4 * j + 2 * half + 1];
+                    const float r0 = scaled_value(e.t.alpha, acc[4 * j + 2 * half]);
+                    const float r1 = scaled_value(e.t.alpha, acc[4 * j + 2 * half + 1]);
+                    const float prob = half == 0 ? e.prob.x : e.prob.y;
                     const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, e.t.glu);
                     const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, e.t.glu);
-                    const float rp0 = __fmul_rn(a0, scale[half]), rp1 = __fmul_rn(a1, scale[half]);
+                    const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
                     out[half][0] = make_float2(__fmul_rn(rp0, d0.d_gate), __fmul_rn(rp1, d1.d_gate));
                     out[half][1] = make_float2(__fmul_rn(rp0, d0.d_up), __fmul_rn(rp1, d1.d_up));
                     if (part == 0) {
-                        prob_sum[half] = __fmaf_rn(a0, d0.act, prob_sum[half]);
-                        prob_sum[half] = __fmaf_rn(a1, d1.act, prob_sum[half]);
+                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
+                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
                     }
                 }
 #pragma unroll

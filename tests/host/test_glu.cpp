@@ -161,37 +161,41 @@ TEST_CASE("glu: refusals name the field, the value and the rule") {
 }
 
 TEST_CASE("glu: dGLU's row partial of d_prob (SM100, one thread per row) adds as SM90's four lanes do") {
-    // Accumulators and activations of one row's 64-column block of R, of mixed magnitudes so
-    // that the order shows; alpha scales the block's sum once.
-    float acc[64], act[64];
+    // Terms of one row's 64-column block of R, of mixed magnitudes so that the order shows.
+    float terms[64];
     for (int c = 0; c < 64; ++c) {
         const float scale = (c % 3 == 0) ? 1.0e7f : (c % 3 == 1 ? 1.0f : 1.0e-3f);
-        acc[c] = scale * static_cast<float>((c * 37) % 19 - 9) / 7.0f;
-        act[c] = static_cast<float>((c * 11) % 13 + 1) / 3.0f;
+        terms[c] = scale * static_cast<float>((c * 37) % 19 - 9) / 7.0f;
     }
-    const float alpha = 0.7f;
     // SM90 (store_dglu_output): lane q of a row's four holds columns 8g + 2q, 8g + 2q + 1 of
     // each R group g in column order, then the butterfly adds lanes q ^ 1 and then q ^ 2.
-    auto sm90_partial = [&](int columns) {
-        float lane_sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int g = 0; g < columns / 8; ++g) {
-            for (int q = 0; q < 4; ++q) {
-                lane_sums[q] = std::fma(acc[8 * g + 2 * q], act[8 * g + 2 * q], lane_sums[q]);
-                lane_sums[q] = std::fma(acc[8 * g + 2 * q + 1], act[8 * g + 2 * q + 1], lane_sums[q]);
-            }
+    float lane_sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int g = 0; g < 8; ++g) {
+        for (int q = 0; q < 4; ++q) {
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q];
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q + 1];
         }
-        return ((lane_sums[0] + lane_sums[1]) + (lane_sums[2] + lane_sums[3])) * alpha;
-    };
+    }
+    const float pair01 = lane_sums[0] + lane_sums[1];
+    const float pair23 = lane_sums[2] + lane_sums[3];
+    const float sm90 = pair01 + pair23;
     ggemm::GluRowPartial partial;
-    for (int c = 0; c < 64; ++c) partial.add(c, acc[c], act[c]);
-    CHECK(partial.total(alpha) == sm90_partial(64));
+    for (int c = 0; c < 64; ++c) partial.add(c, terms[c]);
+    CHECK(partial.total() == sm90);
     float in_order = 0.0f;
-    for (int c = 0; c < 64; ++c) in_order = std::fma(acc[c], act[c], in_order);
-    CHECK(in_order * alpha != sm90_partial(64));  // the terms tell the orders apart
+    for (const float term : terms) in_order = in_order + term;
+    CHECK(in_order != sm90);  // the terms tell the orders apart
     // R's last block may be 32 columns wide: its first half alone.
+    lane_sums[0] = lane_sums[1] = lane_sums[2] = lane_sums[3] = 0.0f;
+    for (int g = 0; g < 4; ++g) {
+        for (int q = 0; q < 4; ++q) {
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q];
+            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q + 1];
+        }
+    }
     ggemm::GluRowPartial half;
-    for (int c = 0; c < 32; ++c) half.add(c, acc[c], act[c]);
-    CHECK(half.total(alpha) == sm90_partial(32));
+    for (int c = 0; c < 32; ++c) half.add(c, terms[c]);
+    CHECK(half.total() == (lane_sums[0] + lane_sums[1]) + (lane_sums[2] + lane_sums[3]));
 }
 
 TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that fuses the GLU, and describes it") {
