@@ -241,3 +241,46 @@ TEST_CASE("scheduler: work items past 2^32 map to their own tiles, and the dynam
     GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), nullptr, m, 1, n, 16);
     CHECK(s.tile(tiles).expert == -1);
 }
+
+TEST_CASE("scheduler: the uniform-segments guess is the scheduler's tile wherever every expert holds the same rows") {
+    // The kernels prefetch a call's first tile from this guess before the offsets arrive: it must
+    // name the very tile the scheduler hands out when the guess's premise holds.
+    struct Case {
+        int32_t segment, experts, n, group_m, grid;
+    };
+    for (const Case c : {Case{256, 1, 4096, 16, 132}, Case{256, 32, 2048, 16, 132}, Case{512, 8, 7168, 16, 132},
+                         Case{1024, 3, 1000, 4, 77}, Case{768, 5, 256, 2, 7}, Case{4096, 2, 513, 8, 132}}) {
+        CAPTURE(c.segment);
+        CAPTURE(c.experts);
+        CAPTURE(c.n);
+        std::vector<int32_t> offsets(c.experts);
+        for (int32_t g = 0; g < c.experts; ++g) offsets[g] = (g + 1) * c.segment;
+        const int64_t m = offsets.back();
+        const int64_t tiles = int64_t{(c.segment + kTileM - 1) / kTileM} * ((c.n + kTileN - 1) / kTileN) * c.experts;
+        for (const int32_t pieces : {1, 2, 4}) {
+            CAPTURE(pieces);
+            const ggemm::TailSplit split =
+                pieces == 1 ? ggemm::TailSplit{tiles, 1} : ggemm::TailSplit{tiles - tiles % c.grid, pieces};
+            const int64_t items = split.first_piece + (tiles - split.first_piece) * pieces;
+            GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), nullptr, m, c.experts, c.n, c.group_m);
+            for (int64_t item = 0; item < items; ++item) {
+                CAPTURE(item);
+                const TileCoord want = s.item(item, split);
+                const TileCoord got =
+                    ggemm::uniform_segments_tile<kTileM, kTileN>(item, split, c.segment, c.experts, c.n, c.group_m);
+                REQUIRE(want.expert >= 0);
+                CHECK(got.expert == want.expert);
+                CHECK(got.row_begin == want.row_begin);
+                CHECK(got.n_begin == want.n_begin);
+                CHECK(got.n_width == want.n_width);
+                CHECK(got.row_end == want.row_end);
+                CHECK(got.tile_index == want.tile_index);
+            }
+            CHECK(s.item(items, split).expert == -1);
+            CHECK(ggemm::uniform_segments_tile<kTileM, kTileN>(items, split, c.segment, c.experts, c.n, c.group_m)
+                      .expert == -1);
+        }
+    }
+    // No segment (M below one aligned segment per expert): no guess.
+    CHECK(ggemm::uniform_segments_tile<kTileM, kTileN>(0, ggemm::TailSplit{1, 1}, 0, 4, 256, 16).expert == -1);
+}
