@@ -1,6 +1,6 @@
 // TMA: the bulk tensor copy engine, driven by tensor maps. PTX ISA 9.7.9.25
 // (cp.async.bulk.tensor), 9.7.9.26 (cp.async.bulk.commit_group / wait_group), 9.7.9.27
-// (prefetch.tensormap), 9.7.9.28 (cp.async.bulk.prefetch.tensor), 9.7.9.29 (tensormap.replace).
+// (prefetch.tensormap), 9.7.9.29 (tensormap.replace).
 #pragma once
 
 #include <cstdint>
@@ -79,29 +79,6 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const void* map
         ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(smem_addr(dst)),
         "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)), "h"(cta_mask)
         : "memory");
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-#endif
-}
-
-// cp.async.bulk.prefetch.tensor.2d.L2.global.tile [map, {c0, c1}];            PTX 8.0, sm_90
-// Brings one box into the L2 and nothing else: no shared memory, no barrier, no completion to
-// wait for. Out-of-bounds parts of the box are not fetched.
-__device__ __forceinline__ void tma_prefetch_2d(const void* map, int32_t c0, int32_t c1) {
-#if defined(GGEMM_PTX_TMA)
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(map), "r"(c0), "r"(c1)
-                 : "memory");
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-#endif
-}
-
-// cp.async.bulk.prefetch.tensor.3d.L2.global.tile [map, {c0, c1, c2}];        PTX 8.0, sm_90
-__device__ __forceinline__ void tma_prefetch_3d(const void* map, int32_t c0, int32_t c1, int32_t c2) {
-#if defined(GGEMM_PTX_TMA)
-    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(map), "r"(c0),
-                 "r"(c1), "r"(c2)
-                 : "memory");
 #else
     ggemm_ptx_instruction_not_supported_on_this_target();
 #endif

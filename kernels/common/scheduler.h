@@ -207,31 +207,6 @@ struct GroupedTileScheduler {
     }
 };
 
-// The tile that work item `item` maps to if each of the num_experts experts holds `segment`
-// rows (offsets (g + 1) x segment, every weight usable, no valid-row counts): what
-// GroupedTileScheduler::item returns for such offsets. A guess made before the offsets are read,
-// right for the fixed per-expert capacity of decode layers and for one expert; the kernels use it
-// only to prefetch. Expert -1 when the item lies past the guessed tiles.
-template <int kTileM, int kTileN>
-GGEMM_HD TileCoord uniform_segments_tile(int64_t item, TailSplit split, int32_t segment, int32_t num_experts,
-                                         int32_t n, int32_t group_m) {
-    const TileCoord none{-1, 0, 0, 0, 0, 0, 0};
-    if (segment <= 0 || num_experts <= 0 || item < 0) return none;
-    const SplitItem at = split_item(item, split, kTileN);
-    const int32_t m_blocks = (segment + kTileM - 1) / kTileM;
-    const int32_t n_blocks = (n + kTileN - 1) / kTileN;
-    const int64_t expert_tiles = int64_t{m_blocks} * n_blocks;
-    if (expert_tiles <= 0 || at.tile >= expert_tiles * num_experts) return none;
-    // 32-bit division where it fits (a 64-bit one is a called routine on the GPU).
-    const int32_t expert = fits_uint32(at.tile) && fits_uint32(expert_tiles)
-                               ? static_cast<int32_t>(static_cast<uint32_t>(at.tile) / static_cast<uint32_t>(expert_tiles))
-                               : static_cast<int32_t>(at.tile / expert_tiles);
-    const TilePosition p = raster_tile(at.tile - expert * expert_tiles, m_blocks, n_blocks, group_m);
-    const int64_t row_begin = int64_t{expert} * segment;
-    return {expert, static_cast<int32_t>(row_begin + int64_t{p.m_block} * kTileM), p.n_block * kTileN + at.column,
-            at.width, static_cast<int32_t>(row_begin + segment), 0, static_cast<int32_t>(at.tile)};
-}
-
 // A cluster of CTAs along M computes one schedule tile of (CTAs) x cta_rows rows together: every
 // CTA takes the same work item, and CTA `rank` its rows [row_begin + rank x cta_rows, + cta_rows)
 // on the tile's (or piece's) columns. One CTA: rank 0, the tile itself.

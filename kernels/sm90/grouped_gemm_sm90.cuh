@@ -411,51 +411,6 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     }
 }
 
-// A call's first tile into the L2, by the producer warpgroup's second warp before the block's
-// barrier, while the producer waits for the offsets: a call starts with every operand in DRAM, and its first loads
-// would otherwise wait for the offsets' DRAM round trip, then for their own. The tile is guessed
-// as if each expert held M / L rows (uniform_segments_tile: the fixed capacity of decode layers,
-// one expert); a wrong guess fetches rows some other tile reads, never changes a result. The
-// first kStages k-blocks, the loads the producer issues before its first wait. One-CTA kernels
-// on the static schedule, unsplit, without valid-row counts (which renumber the tiles); the
-// weight tile where it comes from the kernel's own map (dense weights).
-template <class Cfg>
-__device__ __forceinline__ void prefetch_first_tile(const CUtensorMap* a_map, const CUtensorMap* b_map,
-                                                    const KernelArgs& args) {
-    if constexpr (Cfg::kClusterM == 1) {
-        if (args.scheduler == kDynamic || args.valid_rows != nullptr || args.k_splits > 1) return;
-        if (!fits_uint32(args.m)) return;  // (never: M is bounded by the int32 offsets) a 32-bit division
-        const uint32_t segment_rows = static_cast<uint32_t>(args.m) / static_cast<uint32_t>(args.num_experts) /
-                                      kSegmentAlignment * kSegmentAlignment;
-        const TileCoord tile = uniform_segments_tile<Cfg::kScheduleTileM, Cfg::kTileN>(
-            first_static_item<Cfg>(), args.tail, static_cast<int32_t>(segment_rows), args.num_experts, args.n,
-            Cfg::kScheduleGroupM);
-        if (tile.expert < 0 || tile.n_begin >= args.n) return;
-        const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
-        const bool dense = args.weight_mode == kDense;
-        // The warp computes the guess in step (uniform registers, as the producer's loop), one
-        // lane issues: issued from one lane's branch, each prefetch sat in a loop moving its
-        // operands into uniform registers.
-        if (!ptx::elect_one_sync()) return;
-        // A's row block is read by every column tile beside it: each CTA asks for one of its
-        // k-blocks, the one its column block numbers, so that each box is asked for once.
-        const int32_t a_block = tile.n_begin / Cfg::kTileN;
-        if (a_block < k_blocks && a_block < Cfg::kStages) ptx::tma_prefetch_2d(a_map, a_block * Cfg::kBlockK, tile.row_begin);
-        if (!dense) return;
-        for (int32_t kb = 0; kb < k_blocks && kb < Cfg::kStages; ++kb) {
-            const int32_t k = kb * Cfg::kBlockK;
-            if constexpr (Cfg::kWeightLayout == kKMajor) {
-                ptx::tma_prefetch_3d(b_map, k, tile.n_begin, tile.expert);
-            } else {
-#pragma unroll
-                for (int box = 0; box < Cfg::kTileN / kNMajorBoxColumns; ++box) {
-                    ptx::tma_prefetch_3d(b_map, tile.n_begin + box * kNMajorBoxColumns, k, tile.expert);
-                }
-            }
-        }
-    }
-}
-
 // A math warp is done reading a stage: one lane arrives on the stage's empty barrier in every CTA
 // that writes into it (its own, and in a cluster the other CTA, which multicasts part of B here).
 // Its wgmma reads of the stage are complete (wgmma_wait) and it wrote nothing the producers need,
@@ -1270,7 +1225,6 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         if constexpr (Cfg::kOutput == Output::kTmaStore) ptx::tma_prefetch_map(d_map);
         if constexpr (Cfg::kTmaStoreDglu) ptx::tma_prefetch_map(pre_map);
     }
-    if (__shfl_sync(0xffffffffu, thread / 32, 0) == 1) prefetch_first_tile<Cfg>(a_map, b_map, args);
     // The planner keeps plans of more experts than the shared copy holds off this variant.
     if constexpr (Cfg::kOffsetCapacity < ggemm::kMaxExperts) {
         if (args.num_experts > Cfg::kOffsetCapacity) __trap();

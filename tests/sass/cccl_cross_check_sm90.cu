@@ -7,8 +7,7 @@
 // write `_`), so equal machine code is the meaningful test. Never linked, never run.
 //
 // No cuda::ptx counterpart, so not cross-checked here (check_sass.sh still assembles them):
-//   tma_prefetch_map (prefetch.tensormap), tma_prefetch_2d / 3d (cp.async.bulk.prefetch.tensor:
-//   this toolkit's CCCL has no wrapper for it), named_barrier_sync (bar.sync) and stmatrix_x4
+//   tma_prefetch_map (prefetch.tensormap), named_barrier_sync (bar.sync) and stmatrix_x4
 //   (ptx/stmatrix.cuh). cluster_cta_rank / cluster_num_ctas are plain special-register moves
 //   with no synchronization to compare.
 #include <cuda.h>

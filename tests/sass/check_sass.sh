@@ -56,9 +56,9 @@
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
-#            loads, stores, L2 prefetches: UTMAPF.L2), fence, cluster, named-barrier, elect, shared
-#            load/store, stmatrix, L1 and L2 prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E)
-#            and wgmma wrappers on sm_90a
+#            loads, stores), fence, cluster, named-barrier, elect, shared load/store, stmatrix, L1
+#            and L2 prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E) and wgmma wrappers on
+#            sm_90a
 #
 # The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
 # for tcgen05.mma.kind::f16 (UTCHMMA.2CTA for cta_group::2), UTCBAR for tcgen05.commit,
@@ -514,7 +514,7 @@ if [[ -n "$nvcc" ]]; then
         split_functions "$work/probe90.sass" "$work/sm_90a_probe"
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' \
             'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' 'UTMASTG\.3D' \
-            'UTMACMDFLUSH' 'UTMACCTL\.PF' 'UTMAPF\.L2\.2D' 'UTMAPF\.L2\.3D' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
+            'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
             'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'ELECT ' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4' \
             'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'

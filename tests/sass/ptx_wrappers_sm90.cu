@@ -37,8 +37,6 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         tma_load_3d(tile + 8192, &map, &bar, 0, 0, 0);
         tma_load_2d_multicast(tile, &map, &bar, 0x3, 64, 0);
         tma_load_3d_multicast(tile, &map, &bar, 0x3, 64, 0, 1);
-        tma_prefetch_2d(&map, 0, 128);
-        tma_prefetch_3d(&map, 0, 128, 1);
         mbarrier_wait(&bar, 0);
         mbarrier_arrive(&bar);
         mbarrier_arrive_count(&bar, 4);
