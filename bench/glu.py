@@ -11,17 +11,20 @@ width, in interleaved 32-column gate/up blocks):
        plain        ggemm's plain grouped GEMM of the same M x N x K: bf16 D of M x N
        plain_eager  plain, then SwiGLU in eager PyTorch on its interleaved blocks (bf16)
        mm_compiled  torch._grouped_mm, then the SwiGLU compiled by torch.compile
+       glu_train    (--train) the training forward: glu with a bf16 bias and the bf16
+                    pre-activation C (M x N) written for the backward, checked against torch
   3. the backward, on the same case's second layer (W2 of hidden x I = K x N/2, N-major, as
      its forward stores it): dGLU (R = dY @ W2 of M x N/2, the saved bf16 pre-activation,
      d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
 With --alt-lib NAME=PATH (repeatable), the fused GLU forward and the dGLU of another build of
-libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME, each output checked against
+libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME (and glu_train_NAME), each output checked against
 this library's (the same reference bound; bitwise equality reported). With --alt-kernel
 NAME=PREFIX (repeatable), this library's GLU forward and dGLU restricted to kernels whose name
 starts with PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made.
 Writes glu.json into --out and prints a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
-  mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10).
+  mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10),
+  and with --train glu_train / plain.
 """
 import argparse
 import json
@@ -53,6 +56,8 @@ def parse_args():
     p.add_argument("--out", default="out", help="output folder")
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
                    help="also time this build's GLU forward and dGLU in the same rounds (repeatable)")
+    p.add_argument("--train", action="store_true",
+                   help="also time the training forward: GLU with bias and the pre-activation C")
     p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
                    help="also time this library's GLU forward and dGLU restricted to kernels whose name "
                         "starts with PREFIX (repeatable)")
@@ -104,25 +109,33 @@ class Case:
         self.d_prob = torch.empty(max(self.m, 1), dtype=torch.float32, device=dev)
         self.dgrad_out = torch.empty(self.m, self.n // 2, dtype=bf16, device=dev)
         self.d_plain = torch.empty(self.m, self.n, dtype=bf16, device=dev)
+        # The training forward's bias (L x N) and pre-activation C (M x N), made when timed.
+        self.bias, self.c_train = None, None
         self.status = torch.zeros(1, dtype=torch.int32, device=dev)
         self.plans = []
         self.lib = lib
 
-    def plan(self, torch, activation, lib=None):
+    def plan(self, torch, activation, lib=None, train=False):
+        """The forward (with `train`, GLU with bias and C, as a training step's forward calls it)."""
         lib = lib or self.lib
+        if train and self.bias is None:
+            self.bias = torch.empty(self.L, self.n, dtype=torch.bfloat16, device="cuda").uniform_(-1, 1)
+            self.c_train = torch.empty(self.m, self.n, dtype=torch.bfloat16, device="cuda")
         plan = lib.plan(lib.plan_desc(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n,
                                       k=self.k, num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE,
-                                      c_dtype=gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE,
-                                      generate_c=0, scheduler=gg.SCHEDULER_STATIC, activation=activation))
+                                      c_dtype=gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
+                                      bias_dtype=gg.DTYPE_BF16 if train else gg.DTYPE_NONE,
+                                      generate_c=int(train), scheduler=gg.SCHEDULER_STATIC, activation=activation))
         self.plans.append(plan)
         ws = plan.workspace_size()
         workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
         d = self.d_glu if activation != gg.ACTIVATION_NONE else self.d_plain
+        extra = dict(bias=self.bias.data_ptr(), c=self.c_train.data_ptr()) if train else {}
         args = [lib.args(m=self.m, a=self.a[s].data_ptr(), b=self.b[s].data_ptr(),
                          padded_offsets=self.offs.data_ptr(), alpha=self.alpha.data_ptr(),
                          prob=self.prob.data_ptr(), d=d.data_ptr(),
                          workspace=workspace.data_ptr() if ws else None, workspace_size=ws,
-                         device_status=self.status.data_ptr()) for s in range(self.sets)]
+                         device_status=self.status.data_ptr(), **extra) for s in range(self.sets)]
         return plan, args, workspace
 
     def backward_plan(self, torch, dglu, lib=None):
@@ -197,9 +210,18 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 worst = max(worst, rel_error(data.d_prob[begin:end], (r * gate * s * up).sum(1)))
             begin = end
         result["dglu_check"] = {"rel_err": worst, "ok": bool(worst <= CHECK_TOLERANCE)}
+        # This library's outputs, which other builds' are checked against (before the training
+        # forward overwrites D).
+        d_glu, d_pre, d_prob = data.d_glu.clone(), data.d_pre.clone(), data.d_prob.clone()
+        train_ops = []
+        if opts.train:
+            train_plan, train_args, train_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, train=True)
+            result["train_plan"] = train_plan.describe()
+            train_ops.append(("glu_train", lambda s: train_plan.execute(train_args[s], handle)))
+            result["train_check"] = check_train(torch, data, case, train_plan, train_args, handle)
+            train_d, train_c = data.d_glu.clone(), data.c_train.clone()
         # Other builds' GLU forward and dGLU, timed beside this library's and checked against its outputs.
         alt_ops = []
-        d_glu, d_pre, d_prob = data.d_glu.clone(), data.d_pre.clone(), data.d_prob.clone()
         for name, alt_lib in alt_libs:
             glu_alt, glu_alt_args, glu_alt_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, lib=alt_lib)
             dglu_alt, dglu_alt_args, dglu_alt_ws = data.backward_plan(torch, True, lib=alt_lib)
@@ -218,6 +240,19 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 "dglu_bitwise_equal": bool(torch.equal(data.d_pre, d_pre) and torch.equal(data.d_prob, d_prob))}
             alt_ops.append(("glu_" + name,
                             lambda s, p=glu_alt, a=glu_alt_args, w=glu_alt_ws: p.execute(a[s], handle)))
+            if opts.train:
+                train_alt, train_alt_args, train_alt_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, lib=alt_lib,
+                                                                    train=True)
+                data.d_glu.fill_(float("nan"))
+                data.c_train.fill_(float("nan"))
+                train_alt.execute(train_alt_args[0], handle)
+                torch.cuda.synchronize()
+                err = max(rel_error(data.d_glu, train_d.float()), rel_error(data.c_train, train_c.float()))
+                result["alt_checks"][name].update(
+                    train_rel_err=err, ok=result["alt_checks"][name]["ok"] and bool(err <= CHECK_TOLERANCE),
+                    train_bitwise_equal=bool(torch.equal(data.d_glu, train_d) and torch.equal(data.c_train, train_c)))
+                alt_ops.append(("glu_train_" + name,
+                                lambda s, p=train_alt, a=train_alt_args, w=train_alt_ws: p.execute(a[s], handle)))
             alt_ops.append(("dglu_" + name,
                             lambda s, p=dglu_alt, a=dglu_alt_args, w=dglu_alt_ws: p.execute(a[s], handle)))
 
@@ -255,7 +290,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16))),
             ("dglu", lambda s: dglu_plan.execute(dglu_args[s], handle)),
             ("dgrad", lambda s: dgrad_plan.execute(dgrad_args[s], handle)),
-        ] + alt_ops
+        ] + train_ops + alt_ops
         for name, fn in ops:  # compile and warm every path outside the timed rounds
             fn(0)
         torch.cuda.synchronize()
@@ -268,9 +303,13 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             "mm_compiled_over_glu": med["mm_compiled"] / med["glu"],
             "dglu_over_dgrad": med["dglu"] / med["dgrad"],
         }
+        if opts.train:
+            result["ratios"]["glu_train_over_plain"] = med["glu_train"] / med["plain"]
         for name, _ in alt_libs:
             result["ratios"]["glu_%s_over_glu" % name] = med["glu_" + name] / med["glu"]
             result["ratios"]["dglu_%s_over_dglu" % name] = med["dglu_" + name] / med["dglu"]
+            if opts.train:
+                result["ratios"]["glu_train_%s_over_glu_train" % name] = med["glu_train_" + name] / med["glu_train"]
         for timed in result.get("alt_kernel_checks", {}):
             op = timed.split("_", 1)[0]
             result["ratios"]["%s_over_%s" % (timed, op)] = med[timed] / med[op]
@@ -279,6 +318,24 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
     finally:
         data.destroy()
     return result
+
+
+def check_train(torch, data, case, plan, args, handle):
+    """The training forward against torch on the first two experts: C = A B_g^T + bias[g] and
+    D = SwiGLU(C), both poisoned first (alpha = prob = 1)."""
+    data.d_glu.fill_(float("nan"))
+    data.c_train.fill_(float("nan"))
+    plan.execute(args[0], handle)
+    torch.cuda.synchronize()
+    begin, worst = 0, 0.0
+    for g, end in enumerate(case["padded_offsets"][:2]):
+        if end > begin:
+            pre = data.a[0][begin:end].float() @ data.b[0][g].float().T + data.bias[g].float()
+            worst = max(worst, rel_error(data.c_train[begin:end], pre),
+                        rel_error(data.d_glu[begin:end], swiglu_blocks(torch, pre)))
+        begin = end
+    status = int(data.status.item()) & 0xFFFFFFFF
+    return {"rel_err": worst, "ok": bool(worst <= CHECK_TOLERANCE) and status == 0, "device_status": status}
 
 
 def geomean(values):
@@ -311,6 +368,7 @@ def main():
                                      default=None),
         "check_failures": [r["name"] for r in results if not r.get("check", {}).get("ok", False)
                            or not r.get("dglu_check", {}).get("ok", False)
+                           or not r.get("train_check", {}).get("ok", True)
                            or not all(c["ok"] for c in r.get("alt_checks", {}).values())
                            or not all(c["ok"] for c in r.get("alt_kernel_checks", {}).values())],
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
@@ -336,8 +394,17 @@ def main():
           "min mm+compiled / glu %s (target > 1); worst dglu / dgrad %s (target <= 1.10)" % (
               f(summary["geomean_plain_eager_over_glu"]), f(summary["worst_glu_over_plain"]),
               f(summary["min_mm_compiled_over_glu"]), f(summary["worst_dglu_over_dgrad"])))
+    for r in results:
+        if "glu_train" in r.get("median_ms", {}):
+            print("%-18s glu_train %.3f ms, / plain %.3f; check %.1e%s" % (
+                r["name"], r["median_ms"]["glu_train"], r["ratios"]["glu_train_over_plain"],
+                r["train_check"]["rel_err"], "" if r["train_check"]["ok"] else " FAILED"))
     for name, _ in opts.alt_libs:
         for r in results:
+            if "glu_train_%s_over_glu_train" % name in r.get("ratios", {}):
+                print("%-18s glu_train_%s / glu_train %.3f (bits %s)" % (
+                    r["name"], name, r["ratios"]["glu_train_%s_over_glu_train" % name],
+                    "equal" if r["alt_checks"][name]["train_bitwise_equal"] else "differ"))
             if "ratios" in r:
                 c, q = r["alt_checks"][name], r["ratios"]
                 print("%-18s glu_%s / glu %.3f, dglu_%s / dglu %.3f; outputs %s (rel err %.1e; glu bits %s, "

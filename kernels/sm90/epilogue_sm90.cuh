@@ -213,23 +213,29 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
         if (col0 >= out_end) break;  // N tail, or the end of a piece
         constexpr int kLastGroups = (kOutCols % kCols == 0 ? kCols : kOutCols % kCols) / 8;
         const int groups = slice == kOutCols / kCols ? kLastGroups : kGroups;
+        // The slice's gate and up bias pairs first, as store_output's: loaded after the previous
+        // group's staged stores (shared-memory asm keeps program order), each pair waited its
+        // whole latency before the group's arithmetic.
+        float2 gate_bias[kGroups], up_bias[kGroups];
+#pragma unroll
+        for (int jj = 0; jj < kGroups; ++jj) {
+            gate_bias[jj] = up_bias[jj] = make_float2(0.f, 0.f);
+            if (!bias || jj >= groups) continue;
+            const int gate = glu_gate_group(slice * kGroups + jj);
+            const uint2 g = ptx::ld_shared_v2_b32(e.bias_addr + (gate * 8 + 2 * (lane % 4)) * 4);
+            const uint2 u = ptx::ld_shared_v2_b32(e.bias_addr + ((gate + kGroupsPerHalf) * 8 + 2 * (lane % 4)) * 4);
+            gate_bias[jj] = make_float2(__uint_as_float(g.x), __uint_as_float(g.y));
+            up_bias[jj] = make_float2(__uint_as_float(u.x), __uint_as_float(u.y));
+        }
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
             if (jj >= groups) break;
             const int gate = glu_gate_group(slice * kGroups + jj);
-            const int up = gate + kGroupsPerHalf;
-            float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
-            if (bias) {
-                const uint2 g = ptx::ld_shared_v2_b32(e.bias_addr + (gate * 8 + 2 * (lane % 4)) * 4);
-                const uint2 u = ptx::ld_shared_v2_b32(e.bias_addr + (up * 8 + 2 * (lane % 4)) * 4);
-                gate_bias = make_float2(__uint_as_float(g.x), __uint_as_float(g.y));
-                up_bias = make_float2(__uint_as_float(u.x), __uint_as_float(u.y));
-            }
             float2 out[2];
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // rows r and r + 8
-                out[half] =
-                    glu_output_pair<kActivation, kTileN>(e.t, e.prob, bias, acc, gate, half, gate_bias, up_bias);
+                out[half] = glu_output_pair<kActivation, kTileN>(e.t, e.prob, bias, acc, gate, half, gate_bias[jj],
+                                                                 up_bias[jj]);
             }
             const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;
             const uint32_t at = top_row + swizzled_chunk(row, byte) + (byte & 15);
