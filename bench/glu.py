@@ -17,8 +17,9 @@ width, in interleaved 32-column gate/up blocks):
      its forward stores it): dGLU (R = dY @ W2 of M x N/2, the saved bf16 pre-activation,
      d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
 With --alt-lib NAME=PATH (repeatable), the fused GLU forward and the dGLU of another build of
-libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME (and glu_train_NAME), each output checked against
-this library's (the same reference bound; bitwise equality reported). With --alt-kernel
+libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME (with --train, glu_train_NAME
+too), each output checked against this library's (the same reference bound; bitwise equality
+reported). With --alt-kernel
 NAME=PREFIX (repeatable), this library's GLU forward and dGLU restricted to kernels whose name
 starts with PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made.
 Writes glu.json into --out and prints a table with the ratios:

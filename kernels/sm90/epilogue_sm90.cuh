@@ -213,9 +213,9 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
         if (col0 >= out_end) break;  // N tail, or the end of a piece
         constexpr int kLastGroups = (kOutCols % kCols == 0 ? kCols : kOutCols % kCols) / 8;
         const int groups = slice == kOutCols / kCols ? kLastGroups : kGroups;
-        // The slice's gate and up bias pairs first, as store_output's: loaded after the previous
-        // group's staged stores (shared-memory asm keeps program order), each pair waited its
-        // whole latency before the group's arithmetic.
+        // The slice's gate and up bias pairs first, as store_output's: shared-memory asm keeps
+        // program order, so a pair loaded after the previous group's staged stores would wait
+        // its whole latency before the group's arithmetic.
         float2 gate_bias[kGroups], up_bias[kGroups];
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
