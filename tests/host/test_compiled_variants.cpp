@@ -1,6 +1,6 @@
 // The planner over the variants actually compiled into the library (not fakes): an SM90 device
 // gets an sm_90a kernel, an SM100 device an sm_100a one, and on SM90 the suite's shapes get the
-// tile widths measured best on an H200 (docs/PERFORMANCE.md, tile-width sweep), with TMA stores
+// tile widths measured best on an H200 (docs/PERFORMANCE.md, what was tried: tile widths), with TMA stores
 // of D where the plan's outputs allow them (a bf16 D without C). SM100's
 // tile-width table (src/heuristics.cpp) is an estimate never measured on SM100; no test pins it.
 #include <doctest/doctest.h>
