@@ -19,9 +19,9 @@ width, in interleaved 32-column gate/up blocks):
 With --alt-lib NAME=PATH (repeatable), the fused GLU forward and the dGLU of another build of
 libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME (with --train, glu_train_NAME
 too), each output checked against this library's (the same reference bound; bitwise equality
-reported). With --alt-kernel
-NAME=PREFIX (repeatable), this library's GLU forward and dGLU restricted to kernels whose name
-starts with PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made.
+reported). With --alt-kernel NAME=PREFIX (repeatable), this library's GLU forward and dGLU
+restricted to kernels whose name starts with PREFIX (GGEMM_KERNEL), the same way, where such a
+plan can be made.
 Writes glu.json into --out and prints a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
   mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10),
@@ -216,7 +216,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
         d_glu, d_pre, d_prob = data.d_glu.clone(), data.d_pre.clone(), data.d_prob.clone()
         train_ops = []
         if opts.train:
-            train_plan, train_args, train_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, train=True)
+            train_plan, train_args, _train_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, train=True)
             result["train_plan"] = train_plan.describe()
             train_ops.append(("glu_train", lambda s: train_plan.execute(train_args[s], handle)))
             result["train_check"] = check_train(torch, data, case, train_plan, train_args, handle)
