@@ -29,7 +29,6 @@ struct LastMap {
 thread_local LastMap t_a_map;
 thread_local LastMap t_b_map;
 thread_local LastMap t_d_map;
-thread_local LastMap t_c_map;
 thread_local LastMap t_pre_map;
 
 template <class MakeShape>
@@ -72,13 +71,7 @@ ggemm_status_t encode_maps(const ggemm_plan& plan, const ggemm_args& args, Launc
         t_d_map, plan, args.d, args.m, "D",
         [&] { return d_map_shape(args.d, args.m, desc.n, desc.activation, desc.glu_backward, variant); },
         &params->d_map);
-    if (status != GGEMM_SUCCESS) return status;
-    if (desc.generate_c && variant.tma_glu_c) {
-        return cached_map(
-            t_c_map, plan, args.c, args.m, "C", [&] { return c_map_shape(args.c, args.m, desc.n, variant); },
-            &params->c_map);
-    }
-    if (!variant.tma_dglu) return GGEMM_SUCCESS;
+    if (status != GGEMM_SUCCESS || !variant.tma_dglu) return status;
     return cached_map(
         t_pre_map, plan, args.glu_pre, args.m, "the saved pre-activation",
         [&] { return pre_map_shape(args.glu_pre, args.m, desc.n, variant); }, &params->pre_map);

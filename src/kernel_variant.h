@@ -18,7 +18,6 @@ struct LaunchParams {
     CUtensorMap b_map;  // B dense: dims {K, N, L}; discrete: template dims {K, N} (N-major: N and K swapped)
     CUtensorMap d_map;  // D, for variants that store it with TMA (d_box_rows > 0): dims {N, M} ({N/2, M} with a
                         // GLU, {2N, M} for dGLU)
-    CUtensorMap c_map;    // a fused GLU's bf16 C through TMA (tma_glu_c, generate_c): dims {N, M}, D's box
     CUtensorMap pre_map;  // dGLU through TMA (tma_dglu): the saved pre-activation, dims {2N, M}
     KernelArgs args;
     const uint64_t* b_ptrs;  // discrete mode: L pointers to N x K bf16, read by the map builder only
@@ -46,8 +45,7 @@ struct KernelVariant {
     PrepareFn prepare;
     LaunchFn launch;
     // The TMA store box of D, {d_box_cols, d_box_rows}; 0: the math warps store C and D and the
-    // variant serves any dtypes. Otherwise it serves only a bf16 D, through D's map, and no C
-    // but a fused GLU's bf16 one where tma_glu_c says so.
+    // variant serves any dtypes. Otherwise it serves only a bf16 D without C, through D's map.
     int32_t d_box_cols = 0;
     int32_t d_box_rows = 0;
     int32_t max_experts = kMaxExperts;  // the most experts its shared copy of the offsets holds
@@ -60,7 +58,7 @@ struct KernelVariant {
     // The most splits of K the kernel can reduce (kernels/common/split_k.h); 1: it cannot split.
     int32_t max_split_k = 1;
     // Whether its epilogue fuses the GLU forward (desc->activation): the math warps' stores fuse
-    // dGLU too, TMA stores (d_box_rows > 0) the forward of a bf16 D (and C: tma_glu_c) only.
+    // dGLU too, TMA stores (d_box_rows > 0) the forward of a bf16 D without C only.
     bool fused_glu = true;
     // dGLU through TMA: the saved pre-activation (bf16) is loaded into the output buffer by TMA and
     // d_pre (bf16, no C) leaves from it by TMA. Such a kernel serves dGLU only.
@@ -69,9 +67,6 @@ struct KernelVariant {
     // activation while the tensor cores run its last and the next tile's first k-blocks
     // (kernels/sm90/grouped_gemm_sm90.cuh, GluEpilogue).
     bool glu_instance = false;
-    // Whether a fused GLU forward's generated C can leave by TMA too (bf16, through C's map, before
-    // D; the general instance): a TMA-store kernel without it serves no C.
-    bool tma_glu_c = false;
 };
 
 }  // namespace ggemm

@@ -32,9 +32,10 @@ static inline cudaError_t launch_build_weight_maps(const LaunchParams& p, cudaSt
 }
 
 using GemmKernel = void (*)(CUtensorMap, CUtensorMap, KernelArgs);
-// Kernels that also store D with TMA take its map after B's, and C's after D's; dGLU through TMA
-// the saved pre-activation's instead of C's.
-using GemmKernelWithOutputMaps = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, KernelArgs);
+// Kernels that also store D with TMA take its map after B's.
+using GemmKernelWithOutputMap = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, KernelArgs);
+// dGLU through TMA takes the saved pre-activation's map after D's.
+using GemmKernelWithPreMap = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, KernelArgs);
 
 // The context-free handle of kKernel, looked up on first use (null if the runtime cannot give
 // one: the runtime launch serves then). The kernel is a template argument, not a function
@@ -88,14 +89,14 @@ cudaError_t launch_gemm(const LaunchParams& p, int threads, int smem_bytes, int 
     return launch_persistent<kKernel>(p, threads, smem_bytes, cluster_x, stream, p.a_map, p.b_map, p.args);
 }
 
-template <GemmKernelWithOutputMaps kKernel>
+template <GemmKernelWithOutputMap kKernel>
 cudaError_t launch_gemm_with_output_map(const LaunchParams& p, int threads, int smem_bytes, int cluster_x,
                                         cudaStream_t stream) {
     return launch_persistent<kKernel>(p, threads, smem_bytes, cluster_x, stream, p.a_map, p.b_map, p.d_map,
-                                      p.c_map, p.args);
+                                      p.args);
 }
 
-template <GemmKernelWithOutputMaps kKernel>
+template <GemmKernelWithPreMap kKernel>
 cudaError_t launch_gemm_with_pre_map(const LaunchParams& p, int threads, int smem_bytes, cudaStream_t stream) {
     return launch_persistent<kKernel>(p, threads, smem_bytes, 1, stream, p.a_map, p.b_map, p.d_map, p.pre_map,
                                       p.args);

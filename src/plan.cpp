@@ -66,14 +66,8 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         std::snprintf(reason, size, "name does not start with GGEMM_KERNEL=%.60s", kernel_prefix);
         return reason;
     }
-    // A fused GLU's bf16 C leaves by TMA too where the variant can store it (tma_glu_c).
-    const bool c_by_tma = variant.tma_glu_c && desc.activation != GGEMM_ACTIVATION_NONE && !desc.glu_backward &&
-                          desc.c_dtype == GGEMM_DTYPE_BF16;
-    if (variant.d_box_rows > 0 && (desc.d_dtype != GGEMM_DTYPE_BF16 || (desc.generate_c && !c_by_tma))) {
-        std::snprintf(reason, size, "%s",
-                      variant.tma_glu_c
-                          ? "stores D with TMA, which serves a bf16 D without C, or with a fused GLU's bf16 C, only"
-                          : "stores D with TMA, which serves a bf16 D without C only");
+    if (variant.d_box_rows > 0 && (desc.d_dtype != GGEMM_DTYPE_BF16 || desc.generate_c)) {
+        std::snprintf(reason, size, "stores D with TMA, which serves a bf16 D without C only");
         return reason;
     }
     if (variant.tma_dglu && !desc.glu_backward) {
@@ -200,15 +194,15 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
                 static_cast<long long>(2 * desc.n));
     } else if (desc.activation != GGEMM_ACTIVATION_NONE) {
         appendf(&text,
-                "output: %sD (M x %lld, the activation's output) stored by TMA from a tile buffer in shared memory, "
+                "output: D (M x %lld, the activation's output) stored by TMA from a tile buffer in shared memory, "
                 "one box of 64 output columns per 128 pre-activation columns\n",
-                desc.generate_c ? "C (M x N, the pre-activation) and then " : "", static_cast<long long>(desc.n / 2));
+                static_cast<long long>(desc.n / 2));
     } else {
         appendf(&text, "output: D stored by TMA from a tile buffer in shared memory\n");
     }
     // SM90's plain-epilogue and GLU kernel instances (src/variants_sm90.cu): which calls run them.
     if (variant.arch == 90 && !variant.tma_dglu) {
-        if (variant.glu_instance && desc.activation != GGEMM_ACTIVATION_NONE && !desc.generate_c) {
+        if (variant.glu_instance && desc.activation != GGEMM_ACTIVATION_NONE) {
             appendf(&text,
                     "kernel instance: %sthe GLU instance (each tile's activation computed while the tensor cores run "
                     "its last and the next tile's first k-blocks, compiled alone)%s\n",

@@ -65,10 +65,6 @@ TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, int32_t activation, in
     return k_major_shape(d, m, columns, variant.d_box_cols, variant.d_box_rows);
 }
 
-TensorMapShape c_map_shape(void* c, int64_t m, int64_t n, const KernelVariant& variant) noexcept {
-    return k_major_shape(c, m, n, variant.d_box_cols, variant.d_box_rows);
-}
-
 TensorMapShape pre_map_shape(const void* pre, int64_t m, int64_t n, const KernelVariant& variant) noexcept {
     return k_major_shape(pre, m, 2 * n, variant.d_box_cols, variant.d_box_rows);
 }

@@ -47,10 +47,6 @@ TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t 
 TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, int32_t activation, int32_t glu_backward,
                            const KernelVariant& variant) noexcept;
 
-// A fused GLU's C through TMA (KernelVariant::tma_glu_c): the pre-activation, M x N bf16
-// row-major, dims {N, M}, stored in D's boxes; its row extent is this call's M.
-TensorMapShape c_map_shape(void* c, int64_t m, int64_t n, const KernelVariant& variant) noexcept;
-
 // dGLU through TMA: the saved pre-activation, M x 2N bf16 row-major, loaded in D's boxes.
 TensorMapShape pre_map_shape(const void* pre, int64_t m, int64_t n, const KernelVariant& variant) noexcept;
 

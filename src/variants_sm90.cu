@@ -64,10 +64,9 @@ inline bool plain_instance_serves(const KernelArgs& args, bool tma_store) {
     return args.k_splits <= 1 && plain_epilogue(args, tma_store) && !general_instance_forced();
 }
 
-// The GLU instance serves the fused GLU forward (a gated activation, no dGLU) with K unsplit and
-// no C: a call that generates C runs the general instance, which stores C before D.
+// The GLU instance serves the fused GLU forward (a gated activation, no dGLU) with K unsplit.
 inline bool glu_instance_serves(const KernelArgs& args) {
-    return args.k_splits <= 1 && args.activation != kActivationNone && !args.glu_backward && !args.generate_c &&
+    return args.k_splits <= 1 && args.activation != kActivationNone && !args.glu_backward &&
            !general_instance_forced();
 }
 
@@ -140,7 +139,6 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
     variant.tma_dglu = Cfg::kTmaStoreDglu;
     variant.glu_instance = sm90::kGluOverlap<Cfg>;
-    variant.tma_glu_c = Cfg::kTmaStoreGlu;
     return variant;
 }
 

@@ -65,9 +65,9 @@ struct KernelArgs {
 };
 
 // Whether an output is the plain epilogue's, bias aside: no C or activation (nor dGLU), a bf16 D
-// (a TMA-store kernel stores no other D). What a plan's description says of its calls.
+// (a TMA-store kernel stores nothing else). What a plan's description says of its calls.
 GGEMM_HD bool plain_output(bool c, int32_t d_dtype, int32_t activation, int32_t glu_backward, bool tma_store) {
-    return activation == kActivationNone && glu_backward == 0 && !c && (tma_store || d_dtype == kBF16);
+    return activation == kActivationNone && glu_backward == 0 && (tma_store || (!c && d_dtype == kBF16));
 }
 
 // Whether a call's epilogue is the plain one: D = alpha * acc * prob, or acc itself without alpha
@@ -77,7 +77,7 @@ GGEMM_HD bool plain_output(bool c, int32_t d_dtype, int32_t activation, int32_t 
 // from here, it compiled the general kernel instances into other code.
 GGEMM_HD bool plain_epilogue(const KernelArgs& args, bool tma_store) {
     return args.bias == nullptr && args.activation == kActivationNone && args.glu_backward == 0 &&
-           args.c == nullptr && (tma_store || args.d_dtype == kBF16);
+           (tma_store || (args.c == nullptr && args.d_dtype == kBF16));
 }
 
 }  // namespace ggemm

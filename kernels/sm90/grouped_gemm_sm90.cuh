@@ -100,9 +100,9 @@ struct Config {
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
     static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256 && kTileN >= 64 &&
                                       kTileN % (2 * kGluBlockColumns) == 0;
-    // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D, and a bf16 C where one is
-    // generated): the one-CTA K-major kernels 256 wide with a buffer of half the tile (the output
-    // is half the tile: one pass) and 192 wide.
+    // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D without C): the one-CTA
+    // K-major kernels 256 wide with a buffer of half the tile (the output is half the tile: one
+    // pass) and 192 wide.
     static constexpr bool kTmaStoreGlu = kOutput == Output::kTmaStore && kClusterM == 1 &&
                                          kWeightLayout == kKMajor &&
                                          ((kTileN == 256 && kStoreColumns == 128) || kTileN == 192);
@@ -629,8 +629,7 @@ __device__ __forceinline__ void set_output_buffer(SharedStorage<Cfg>& s, int war
 // are issued when the tile starts, so their latency hides behind the main loop.
 template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                            const CUtensorMap* c_map, const TileCoord& tile, int warpgroup,
-                                            int lane) {
+                                            const TileCoord& tile, int warpgroup, int lane) {
     const int32_t row_begin = tile.row_begin + warpgroup * Cfg::kRowsPerWarpgroup;
     const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
     constexpr bool kScaled = kLoop != TileLoop::kPlainUnscaled;
@@ -661,7 +660,6 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
         e.d_map = d_map;
-        e.c_map = c_map;
         if constexpr (Cfg::kTmaStoreDglu) {
             TmaDgluOutput<Cfg::kAlphaLoad> out;
             out.epilogue.out = e;
@@ -780,7 +778,7 @@ __device__ __forceinline__ TileCoord take_tile(SharedStorage<Cfg>& s, uint32_t i
 
 template <class Cfg, TileLoop kLoop>
 __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
-                                              const CUtensorMap* d_map, const CUtensorMap* c_map, int warpgroup) {
+                                              const CUtensorMap* d_map, int warpgroup) {
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
@@ -795,7 +793,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        auto output = make_output<Cfg, kLoop>(s, args, d_map, c_map, tile, warpgroup, lane);
+        auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
         if constexpr (Cfg::kTmaStoreDglu) output.held = held;
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
@@ -1098,8 +1096,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        // No C: the host sends a call that generates C to the general instance.
-        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, nullptr, tile, warpgroup, lane);
+        const auto general = make_output<Cfg, TileLoop::kGeneral>(s, args, d_map, tile, warpgroup, lane);
         const int32_t rows = general.rows();
         const bool full_width = tile.n_width == Cfg::kTileN && rows > 0;
         // The pending atom is written here, in the open, unless a whole-width tile's head can
@@ -1145,7 +1142,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 // (dGLU's kernels through TMA serve dGLU only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                        const CUtensorMap* c_map, int warpgroup) {
+                                        int warpgroup) {
     if constexpr (Cfg::kGluOnly) {
         if (args.activation == kActivationSwiglu) {
             compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
@@ -1157,14 +1154,14 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
     if constexpr (!Cfg::kTmaStoreDglu) {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
-                compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, nullptr, warpgroup);
+                compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
             } else {
-                compute_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, nullptr, warpgroup);
+                compute_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, warpgroup);
             }
             return;
         }
     }
-    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, c_map, warpgroup);
+    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
@@ -1198,13 +1195,12 @@ __device__ __forceinline__ void store_offsets(int32_t* offsets, FirstOffsets fir
     __syncwarp();
 }
 
-// The kernel's body; d_map is D's tensor map for the TMA-store output, c_map a fused GLU's C's
-// there (encoded only for a call that generates C), pre_map the saved pre-activation's for dGLU
-// through TMA (nullptr where the kernel has none).
+// The kernel's body; d_map is D's tensor map for the TMA-store output, pre_map the saved
+// pre-activation's for dGLU through TMA (nullptr otherwise).
 template <class Cfg>
 __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map, const CUtensorMap* b_map,
-                                                       const CUtensorMap* d_map, const CUtensorMap* c_map,
-                                                       const CUtensorMap* pre_map, const KernelArgs& args) {
+                                                       const CUtensorMap* d_map, const CUtensorMap* pre_map,
+                                                       const KernelArgs& args) {
     static_assert(kSmemBytes<Cfg> <= kSharedMemoryLimit, "stages + staging + offsets exceed 227 KB");
 #if defined(GGEMM_PTX_SM90A)
     extern __shared__ uint8_t smem_raw[];
@@ -1227,9 +1223,6 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         ptx::tma_prefetch_map(a_map);
         if (args.weight_mode == kDense) ptx::tma_prefetch_map(b_map);
         if constexpr (Cfg::kOutput == Output::kTmaStore) ptx::tma_prefetch_map(d_map);
-        if constexpr (Cfg::kTmaStoreGlu) {
-            if (args.generate_c) ptx::tma_prefetch_map(c_map);
-        }
         if constexpr (Cfg::kTmaStoreDglu) ptx::tma_prefetch_map(pre_map);
     }
     // The planner keeps plans of more experts than the shared copy holds off this variant.
@@ -1268,7 +1261,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
-        compute<Cfg>(s, args, d_map, c_map, warpgroup - 1);
+        compute<Cfg>(s, args, d_map, warpgroup - 1);
     }
     // Stay until the other CTA is done too: its math warps arrive on this CTA's empty barriers
     // until their last k-block. (Its loads into this CTA have all landed: this CTA's math warps
@@ -1286,19 +1279,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_sm90(const __grid_constant__ CUtensorMap a_map,
                       const __grid_constant__ CUtensorMap b_map, const KernelArgs args) {
     static_assert(Cfg::kOutput == Output::kWarpStores, "TMA-store variants take D's map");
-    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, nullptr, nullptr, nullptr, args);
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, nullptr, nullptr, args);
 }
 
-// The TMA-store variants: D's map too, and C's (read only by the kernels that fuse the GLU
-// forward, for a call that generates C).
+// The TMA-store variants: D's map too.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_sm90_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                                const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
-                                const KernelArgs args) {
+                                const __grid_constant__ CUtensorMap d_map, const KernelArgs args) {
     static_assert(Cfg::kOutput == Output::kTmaStore && !Cfg::kTmaStoreDglu,
-                  "warp-store variants take no D map, dGLU through TMA the pre-activation's instead of C's");
-    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, &c_map, nullptr, args);
+                  "warp-store variants take no D map, dGLU through TMA the pre-activation's too");
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, nullptr, args);
 }
 
 // dGLU through TMA: D's map (d_pre, {2N, M}) and the saved pre-activation's.
@@ -1308,7 +1299,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                            const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap pre_map,
                            const KernelArgs args) {
     static_assert(Cfg::kTmaStoreDglu, "the dGLU-through-TMA variants");
-    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, nullptr, &pre_map, args);
+    grouped_gemm_sm90_body<Cfg>(&a_map, &b_map, &d_map, &pre_map, args);
 }
 
 }  // namespace ggemm::sm90

@@ -1,8 +1,8 @@
-// The SM90 epilogue of a bf16 D without C (or with a fused GLU's bf16 C), through TMA stores:
-// each math warpgroup converts its 64 rows of the tile in registers (the contract's arithmetic,
-// kernels/common/epilogue.cuh), writes them with stmatrix into its own output buffer in shared
-// memory, and one of its threads stores the buffer with TMA (cp.async.bulk.tensor) while the
-// warpgroup goes on to the next tile's main loop. The math warps issue no global stores of D.
+// The SM90 epilogue of a bf16 D without C, through TMA stores: each math warpgroup converts its
+// 64 rows of the tile in registers (the contract's arithmetic, kernels/common/epilogue.cuh),
+// writes them with stmatrix into its own output buffer in shared memory, and one of its threads
+// stores the buffer with TMA (cp.async.bulk.tensor) while the warpgroup goes on to the next
+// tile's main loop. The math warps issue no global stores of D.
 //
 // The buffer is a row of column atoms: 64 rows x 64 bf16 (128 bytes), 128-byte swizzled
 // (epilogue_layout.h), each the shared-memory side of one TMA store box of {64 columns, 64 rows}
@@ -28,9 +28,7 @@
 // further on), so the activation runs in registers and the pairs go to the atom as a plain
 // tile's do. A tile whose output ends inside an atom (192 columns wide: 96 output columns, or a
 // 64-column piece: 32) and not at N/2 copies that atom out with masked stores instead: a box
-// would reach into the next tile's columns. A generated C (the bf16 pre-activation a training
-// step keeps for the backward) leaves first, N columns through the same buffer and passes under
-// its own map (dims {N, M}, D's box), then D.
+// would reach into the next tile's columns.
 //
 // A warpgroup whose rows are only partly valid (valid-row counts) cannot use the boxes: TMA
 // clips a store at the tensor map's bounds only, and the map's box is 64 rows. Its passes write
@@ -78,7 +76,6 @@ struct TmaStoreEpilogue {
     int32_t rows;              // of its 64 rows, how many are valid (1..64): only those are written
     int32_t n_begin;           // the tile's first column (of the pre-activation, with a GLU)
     const CUtensorMap* d_map;  // D: dims {N, M} ({N/2, M} with a GLU), box {64, 64}, 128-byte swizzle
-    const CUtensorMap* c_map;  // a fused GLU's bf16 C: dims {N, M}, the same box; nullptr without C
 };
 
 // The bias of columns col and col + 1 as fp32 (col < N, even), read from global memory: the
@@ -137,7 +134,7 @@ __device__ __forceinline__ void atom_fragments(const TmaStoreEpilogue& e, const 
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
         bias[g] = make_float2(0.f, 0.f);
-        if constexpr (kValue == EpilogueValue::kBiased || kValue == EpilogueValue::kBiasedPreActivation) {
+        if constexpr (kValue == EpilogueValue::kBiased) {
             const int32_t col = e.n_begin + (atom * kGroups + g) * 8 + 2 * (lane % 4);
             if (col < e.t.n) bias[g] = global_bias_pair<BiasT>(e.t.bias, col);  // N is a multiple of 8
         }
@@ -366,63 +363,12 @@ __device__ __forceinline__ void store_passes(const TmaStoreEpilogue& e, const fl
     }
 }
 
-// Output `out` (bf16, N columns; kValue of BiasT) of a tile kWidth columns wide copied out by the
-// math warps through the buffer, as a partly valid warpgroup's passes copy (copy_slice): each warp
-// writes its own 16 rows of an atom with stmatrix and copies them out with 16-byte stores, so
-// after the buffer is free (the earlier TMA stores have read it) the warps need no barrier among
-// them. Rows at or past e.rows stay.
-template <EpilogueValue kValue, class BiasT, int kWidth, int kBufferAtoms>
-__device__ __forceinline__ void copy_atoms(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2], void* out) {
-    constexpr int kAtoms = (kWidth + kAtomColumns - 1) / kAtomColumns;
-    const int32_t n = e.t.n;
-    const int32_t end = e.n_begin + kWidth < n ? e.n_begin + kWidth : n;
-    const int warp = (threadIdx.x % 128) / 32;
-    const int lane = threadIdx.x % 32;
-    if (threadIdx.x % 128 == 0) ptx::tma_store_wait_read<0>();
-    ptx::named_barrier_sync(e.barrier, 128);
-#pragma unroll
-    for (int a = 0; a < kAtoms; ++a) {
-        const int32_t col = e.n_begin + a * kAtomColumns;
-        if (col >= n) break;  // N tail
-        const uint32_t atom_addr = e.buffer_addr + (a % kBufferAtoms) * kAtomBytes;
-        write_output_atom<kValue, BiasT, kActivationNone, kWidth>(e, acc, a, atom_addr);
-        ptx::warp_sync();  // the warp's rows of the atom are written
-        copy_slice<__nv_bfloat16>(atom_addr, out, e.row_begin, col, end, n, warp, lane, e.rows);
-        ptx::warp_sync();  // and read: the warp may write its rows of the slot again
-    }
-}
-
-// A fused GLU's pre-activation C (bf16, N columns: the tile's own kWidth), before D: pre = g, or
-// fma(acc, alpha, bias) with bias, as the math warps' stores write it (store_glu_tile), so both
-// output designs give the same bits. C leaves by the math warps' copies (copy_atoms), D by TMA.
-template <int kWidth, int kBufferAtoms>
-__device__ __forceinline__ void store_glu_pre_activation(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2]) {
-    if (e.t.bias == nullptr) {
-        copy_atoms<EpilogueValue::kScaled, float, kWidth, kBufferAtoms>(e, acc, e.t.c);
-        return;
-    }
-    switch (e.t.bias_dtype) {
-        case kBF16:
-            copy_atoms<EpilogueValue::kBiasedPreActivation, __nv_bfloat16, kWidth, kBufferAtoms>(e, acc, e.t.c);
-            break;
-        case kFP16:
-            copy_atoms<EpilogueValue::kBiasedPreActivation, __half, kWidth, kBufferAtoms>(e, acc, e.t.c);
-            break;
-        default:
-            copy_atoms<EpilogueValue::kBiasedPreActivation, float, kWidth, kBufferAtoms>(e, acc, e.t.c);
-            break;
-    }
-}
-
 // kGlu: whether this kernel's TMA-store epilogue fuses the GLU forward (the planner sends an
-// activation, and a generated C with it, only to those that do).
+// activation only to those that do).
 template <int kWidth, int kBufferAtoms, bool kGlu, int kDeferAtoms>
 __device__ __forceinline__ void store_tile_tma(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2],
                                                DeferredAtoms<kDeferAtoms>& deferred) {
     if constexpr (kGlu) {
-        if (e.t.activation != kActivationNone && e.t.c != nullptr) {
-            store_glu_pre_activation<kWidth, kBufferAtoms>(e, acc);
-        }
         if (e.t.activation == kActivationSwiglu) {
             store_passes<EpilogueValue::kScaledByProb, float, kActivationSwiglu, kWidth, kBufferAtoms>(e, acc,
                                                                                                        deferred);

@@ -2,10 +2,10 @@
 // pre-activation C, against the fp64 reference of tests/support/glu_reference.h; dense, discrete
 // and N-major weights, both schedulers (bitwise equal), every tile width and its N tail, pieces
 // of the last round, empty experts, poisoned outputs, non-default clamped GeGLU constants. A bf16
-// D, without C or with a bf16 C, leaves through the TMA-store kernels (256 wide with a buffer of
-// half the tile, and 192 wide): bitwise equal to the math warps' stores of the same inputs, N
-// tails, pieces, valid-row counts; the 256-wide kernel's GLU instance (no C) bitwise equal to its
-// general instance, with many tiles per SM.
+// D without C leaves through the TMA-store kernels (256 wide with a buffer of half the tile, and
+// 192 wide): bitwise equal to the math warps' stores of the same inputs, N tails, pieces, valid-row
+// counts; the 256-wide kernel's GLU instance bitwise equal to its general instance, with many
+// tiles per SM.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -129,15 +129,15 @@ void check_glu_case(const CaseConfig& config) { check_glu_host_case(make_case(co
 // The kernel with a GLU instance, which its calls with an activation and K unsplit run.
 constexpr const char* kGluInstanceKernel = "sm90_tmastore_halves_128x256x64_s4";
 
-// A bf16 D without C or with a bf16 C, any bias: the TMA-store kernel named by `tma_kernel` (a
-// full name) against the reference, both schedulers and discrete weights bitwise equal to it,
-// and bitwise equal to the 192-wide warp-store kernel's run of the same inputs (the same
-// arithmetic in the same order); for kGluInstanceKernel without C, whose GLU instance
-// (GluEpilogue) the call runs, also to its general instance's run.
+// A bf16 D without C, any bias: the TMA-store kernel named by `tma_kernel` (a full name) against
+// the reference, both schedulers and discrete weights bitwise equal to it, and bitwise equal to
+// the 192-wide warp-store kernel's run of the same inputs (the same arithmetic in the same order);
+// for kGluInstanceKernel, whose GLU instance (GluEpilogue) the call runs, also to its general
+// instance's run.
 void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     const CaseConfig& config = host_case.config;
     REQUIRE(config.d_dtype == GGEMM_DTYPE_BF16);
-    REQUIRE((!config.generate_c || config.c_dtype == GGEMM_DTYPE_BF16));
+    REQUIRE(!config.generate_c);
     const GluExpectation e = expect_glu(host_case);
     const Problem& problem = e.problem;
     const GluResult& reference = e.reference;
@@ -159,7 +159,7 @@ void check_glu_tma_case(const char* tma_kernel, const HostCase& host_case) {
     const DeviceOutputs dense = check_three_runs(host_case, problem, reference, buffers, stream, what, name + " ",
                                                  &summary);
     same_bits(what + " " + name + " vs warp stores", dense, by_warps);
-    if (name == kGluInstanceKernel && !config.generate_c) {
+    if (name == kGluInstanceKernel) {
         // The call ran the kernel's GLU instance; its general instance must give the same bits.
         ScopedGeneralInstance general;
         const DeviceOutputs by_general = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
@@ -226,9 +226,8 @@ TEST_CASE("fused GLU: pieces of the last round (M = 3072, N = 1152: 144 tiles of
 }
 
 TEST_CASE("fused GLU: the 256-wide warp-store kernel is refused, saying why") {
-    // With an fp32 C: the 256-wide TMA-store kernel, which fuses the GLU of a bf16 D (and C), is
-    // out too.
-    CaseConfig config = glu_config("glu 256", GGEMM_ACTIVATION_SWIGLU, 2, 512, 64, GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16,
+    // With C: the 256-wide TMA-store kernel, which fuses the GLU of a bf16 D without C, is out too.
+    CaseConfig config = glu_config("glu 256", GGEMM_ACTIVATION_SWIGLU, 2, 512, 64, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
                                    GGEMM_DTYPE_NONE, true, 9350);
     config.tile_n = 256;
     const HostCase host_case = make_case(config);
@@ -314,23 +313,19 @@ TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that
     CHECK(plan == nullptr);
 }
 
-TEST_CASE("fused GLU through TMA stores: bitwise equal to the math warps' stores, bias dtypes, N tails, C") {
+TEST_CASE("fused GLU through TMA stores: bitwise equal to the math warps' stores, bias dtypes, N tails") {
     std::size_t index = 0;
     // N = 64: one block (a 32-column output, half an atom, ending at N/2); 320 and 448 leave
     // the last tile partly past N; 1152 = 6 x 192 (the 192-wide tile's second atom is half full
     // and copied by the warps, except in the last tile of a row, where a box is clipped at N/2).
-    // Each without C (which must stay poisoned) and with a bf16 C, which leaves first.
     for (const int64_t n : {64, 320, 448, 1152}) {
         for (const char* kernel : kTmaGluKernels) {
             for (const int32_t bias : {GGEMM_DTYPE_NONE, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32}) {
-                for (const bool generate_c : {false, true}) {
-                    const int32_t activation = index % 2 ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
-                    CaseConfig config = glu_config(generate_c ? "glu tma C" : "glu tma", activation, 5, n, 200,
-                                                   GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, bias, generate_c,
-                                                   mix_seed(9800, index++));
-                    config.c_buffer_when_unused = true;
-                    check_glu_tma_case(kernel, make_case(config));
-                }
+                const int32_t activation = index % 2 ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
+                CaseConfig config = glu_config("glu tma", activation, 5, n, 200, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
+                                               bias, false, mix_seed(9800, index++));
+                config.c_buffer_when_unused = true;  // C must stay poisoned
+                check_glu_tma_case(kernel, make_case(config));
             }
         }
     }
@@ -351,10 +346,8 @@ TEST_CASE("fused GLU through TMA stores: pieces of the last round") {
     std::size_t index = 0;
     for (const Shape& shape : shapes) {
         for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
-            // SwiGLU with C, clamped GeGLU without.
-            const bool generate_c = activation == GGEMM_ACTIVATION_SWIGLU;
             CaseConfig config = glu_config("glu tma pieces", activation, 4, 1216, 256, GGEMM_DTYPE_BF16,
-                                           GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32, generate_c, mix_seed(9850, index++));
+                                           GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32, false, mix_seed(9850, index++));
             config.c_buffer_when_unused = true;
             config.layout = RowLayout::kExplicit;
             const int32_t quarter = static_cast<int32_t>(shape.m / 4 / 256 * 256);
@@ -386,14 +379,6 @@ TEST_CASE("fused GLU through TMA stores: many tiles per SM, K of 1 to 16 k-block
             config.fixed_m = 8192;
             config.sampled_rows_per_expert = 32;
             check_glu_tma_case(kernel, make_case(config));
-            // With C (the general instance: each tile's C passes wait for the previous tile's
-            // held D atoms to leave the buffer).
-            if (k >= 192) {
-                config.generate_c = true;
-                config.label = "glu tma C many tiles";
-                config.seed = mix_seed(9875, index);
-                check_glu_tma_case(kernel, make_case(config));
-            }
         }
     }
     // 24 experts of 512 rows, N = 1024 (N = 1152 in tiles of 192: the last tile of a row ends
@@ -429,10 +414,9 @@ TEST_CASE("fused GLU through TMA stores: valid-row counts (partly valid warpgrou
     std::size_t index = 0;
     for (const char* kernel : kTmaGluKernels) {
         for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
-            // Clamped GeGLU with C, SwiGLU without: rows past each count untouched in both.
             CaseConfig config = glu_config("glu tma counts", activation, static_cast<int32_t>(offsets.size()), 448, 200,
-                                           GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
-                                           activation == GGEMM_ACTIVATION_CLAMPED_GEGLU, mix_seed(9900, index++));
+                                           GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, false,
+                                           mix_seed(9900, index++));
             config.c_buffer_when_unused = true;
             config.layout = RowLayout::kExplicit;
             config.offsets = offsets;
@@ -451,14 +435,13 @@ TEST_CASE("sanitizer: fused GLU through TMA stores, small cases, N tails and cou
     for (const char* kernel : kTmaGluKernels) {
         for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {
             CaseConfig config = glu_config("san glu tma", activation, 4, 320, 72, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
-                                           GGEMM_DTYPE_FP16, activation == GGEMM_ACTIVATION_SWIGLU,
-                                           mix_seed(9950, index++));
+                                           GGEMM_DTYPE_FP16, false, mix_seed(9950, index++));
             config.c_buffer_when_unused = true;
             config.max_tokens = 300;
             check_glu_tma_case(kernel, make_case(config));
         }
         CaseConfig config = glu_config("san glu tma counts", GGEMM_ACTIVATION_SWIGLU, 3, 448, 72, GGEMM_DTYPE_BF16,
-                                       GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE, true, mix_seed(9950, index++));
+                                       GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE, false, mix_seed(9950, index++));
         config.c_buffer_when_unused = true;
         config.layout = RowLayout::kExplicit;
         config.offsets = {256, 512, 768};
@@ -476,9 +459,8 @@ TEST_CASE("sanitizer: fused GLU through TMA stores, several tiles per SM") {
     // warpgroups are partly valid.
     for (const char* kernel : kTmaGluKernels) {
         const bool wide = std::string(kernel) == kTmaGluKernels[0];
-        // The 192-wide kernel with C: its C pass waits for the previous tile's D to leave the buffer.
         CaseConfig config = glu_config("san glu instance", GGEMM_ACTIVATION_CLAMPED_GEGLU, 6, wide ? 1536 : 1344,
-                                       192, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32, !wide,
+                                       192, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_DTYPE_FP32, false,
                                        wide ? 9960 : 9961);
         config.c_buffer_when_unused = true;
         config.layout = RowLayout::kExplicit;

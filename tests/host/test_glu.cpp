@@ -244,39 +244,6 @@ TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that 
                                 "desc->activation = clamped GeGLU") != std::string::npos);
 }
 
-TEST_CASE("glu: a TMA-store kernel that stores a fused GLU's C takes a bf16 C, through the general instance") {
-    std::vector<ggemm::KernelVariant> variants = output_variants();
-    variants[1].tma_glu_c = true;
-    variants[1].glu_instance = true;
-    ggemm_plan_desc desc = glu_desc(GGEMM_ACTIVATION_SWIGLU);
-    desc.generate_c = 1;  // bf16 C
-    desc.bias_dtype = GGEMM_DTYPE_FP16;
-    ggemm_plan plan;
-    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    INFO(plan.description);
-    CHECK(std::string(plan.variant.name) == "sm90_tmastore_256");
-    CHECK(plan.description.find("output: C (M x N, the pre-activation) and then D (M x 2048, the activation's output) "
-                                "stored by TMA") != std::string::npos);
-    CHECK(plan.description.find("kernel instance: the general one (every epilogue)") != std::string::npos);
-    desc.generate_c = 0;  // without C the GLU instance
-    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(plan.description.find("kernel instance: the GLU instance") != std::string::npos);
-
-    // Any other C dtype, or C without an activation: the math warps store, and the exclusion says why.
-    desc.generate_c = 1;
-    for (const int32_t c_dtype : {GGEMM_DTYPE_FP16, GGEMM_DTYPE_FP32}) {
-        desc.c_dtype = c_dtype;
-        REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-        CHECK(std::string(plan.variant.name) == "sm90_warps_256");
-        CHECK(plan.description.find("excluded sm90_tmastore_256: stores D with TMA, which serves a bf16 D without C, "
-                                    "or with a fused GLU's bf16 C, only") != std::string::npos);
-    }
-    desc.c_dtype = GGEMM_DTYPE_BF16;
-    desc.activation = GGEMM_ACTIVATION_NONE;
-    REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan) == GGEMM_SUCCESS);
-    CHECK(std::string(plan.variant.name) == "sm90_warps_256");
-}
-
 TEST_CASE("glu: dGLU never takes a TMA-store kernel") {
     const std::vector<ggemm::KernelVariant> variants = output_variants();
     ggemm_plan_desc desc = glu_desc(GGEMM_ACTIVATION_SWIGLU);

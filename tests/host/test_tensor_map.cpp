@@ -37,21 +37,6 @@ TEST_CASE("D map of a fused GLU forward: the M x N/2 output, dims {N/2, M}, the 
     }
 }
 
-TEST_CASE("C map of a fused GLU forward: the M x N pre-activation, dims {N, M}, D's box") {
-    ggemm::KernelVariant v = variant("v", 90, 128, 256, 1);
-    v.d_box_cols = 64;
-    v.d_box_rows = 64;
-    v.tma_glu_c = true;
-    const ggemm::TensorMapShape shape = ggemm::c_map_shape(at(kDevice1), 4096, 5760, v);
-    CHECK(shape.address == at(kDevice1));
-    CHECK(shape.rank == 2);
-    CHECK(shape.dims[0] == 5760);  // TMA clips stores at N
-    CHECK(shape.dims[1] == 4096);
-    CHECK(shape.strides[0] == 5760 * 2);
-    CHECK(shape.box[0] == 64);  // one 128-byte atom
-    CHECK(shape.box[1] == 64);
-}
-
 TEST_CASE("dGLU through TMA: d_pre and the saved pre-activation, both M x 2N, dims {2N, M}, the same box") {
     ggemm::KernelVariant v = variant("v", 90, 128, 128, 1);
     v.d_box_cols = 64;
