@@ -9,7 +9,8 @@ width, in interleaved 32-column gate/up blocks):
      inputs rotated over several sets so the L2 cannot serve a run:
        glu          ggemm, activation = SwiGLU: bf16 D of M x N/2, no C
        plain        ggemm's plain grouped GEMM of the same M x N x K: bf16 D of M x N
-       plain_eager  plain, then SwiGLU in eager PyTorch on its interleaved blocks (bf16)
+       plain_eager  plain, then SwiGLU in eager PyTorch on its interleaved blocks (bf16; silu
+                    and a multiply, two kernels, the result left where PyTorch allocates it)
        mm_compiled  torch._grouped_mm, then the SwiGLU compiled by torch.compile
        glu_train    (--train) the training forward: glu with a bf16 bias and the bf16
                     pre-activation C (M x N) written for the backward, checked against torch
@@ -281,12 +282,11 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 alt_ops.append(("%s_%s" % (op, name),
                                 lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
 
-        act_out = torch.empty(data.m, data.n // 2, dtype=torch.bfloat16, device="cuda")
         ops = [
             ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
             ("plain", lambda s: plain_plan.execute(plain_args[s], handle)),
             ("plain_eager", lambda s: (plain_plan.execute(plain_args[s], handle),
-                                       act_out.copy_(swiglu_blocks(torch, data.d_plain)))),
+                                       swiglu_blocks(torch, data.d_plain))),
             ("mm_compiled", lambda s: compiled_act(torch._grouped_mm(
                 data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16))),
             ("dglu", lambda s: dglu_plan.execute(dglu_args[s], handle)),
