@@ -465,15 +465,7 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& outp
         ptx::mbarrier_wait(&s.full[stage], phase);
         fence_operands(acc);
         ptx::wgmma_fence();
-        if constexpr (kWidth == 256 && Cfg::kWeightLayout == kKMajor) {
-            // Probe: every k-block as two n128 wgmmas, as the GLU instance issues them.
-            auto& low = reinterpret_cast<float(&)[64]>(acc[0]);
-            auto& high = reinterpret_cast<float(&)[64]>(acc[64]);
-            issue_k_block<Cfg, 128>(s, stage, warpgroup, low, 0, kb > 0);
-            issue_k_block<Cfg, 128>(s, stage, warpgroup, high, 128u * Cfg::kBlockK * 2, kb > 0);
-        } else {
-            issue_k_block<Cfg, kWidth>(s, stage, warpgroup, acc, 0, kb > 0);
-        }
+        issue_k_block<Cfg, kWidth>(s, stage, warpgroup, acc, 0, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();
         if constexpr (Out::kLoadsDuringMainLoop) {
