@@ -83,6 +83,15 @@ def swiglu_blocks(torch, pre):
     return (torch.nn.functional.silu(v[:, :, 0]) * v[:, :, 1]).reshape(m, n // 2)
 
 
+def run_poisoned(torch, plan, args, outputs, handle):
+    """One run of `plan` on `args`, its `outputs` filled with NaN first (an element it does not
+    write fails the check), waited for."""
+    for out in outputs:
+        out.fill_(float("nan"))
+    plan.execute(args, handle)
+    torch.cuda.synchronize()
+
+
 class Case:
     def __init__(self, torch, lib, case, sets_wanted):
         dev = torch.device("cuda")
@@ -227,11 +236,8 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
         for name, alt_lib in alt_libs:
             glu_alt, glu_alt_args, glu_alt_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, lib=alt_lib)
             dglu_alt, dglu_alt_args, dglu_alt_ws = data.backward_plan(torch, True, lib=alt_lib)
-            data.d_glu.fill_(float("nan"))
-            data.d_pre.fill_(float("nan"))
-            glu_alt.execute(glu_alt_args[0], handle)
-            dglu_alt.execute(dglu_alt_args[0], handle)
-            torch.cuda.synchronize()
+            run_poisoned(torch, glu_alt, glu_alt_args[0], (data.d_glu,), handle)
+            run_poisoned(torch, dglu_alt, dglu_alt_args[0], (data.d_pre,), handle)
             errors = [rel_error(data.d_glu, d_glu.float()), rel_error(data.d_pre, d_pre.float()),
                       rel_error(data.d_prob, d_prob)]
             result.setdefault("alt_checks", {})[name] = {
@@ -245,10 +251,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             if opts.train:
                 train_alt, train_alt_args, train_alt_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, lib=alt_lib,
                                                                     train=True)
-                data.d_glu.fill_(float("nan"))
-                data.c_train.fill_(float("nan"))
-                train_alt.execute(train_alt_args[0], handle)
-                torch.cuda.synchronize()
+                run_poisoned(torch, train_alt, train_alt_args[0], (data.d_glu, data.c_train), handle)
                 err = max(rel_error(data.d_glu, train_d.float()), rel_error(data.c_train, train_c.float()))
                 result["alt_checks"][name].update(
                     train_rel_err=err, ok=result["alt_checks"][name]["ok"] and bool(err <= CHECK_TOLERANCE),
@@ -270,10 +273,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 except Exception as e:  # noqa: BLE001 - no such plan: reported, not timed
                     result.setdefault("alt_kernel_refused", {})["%s_%s" % (op, name)] = short_error(e)
                     continue
-                for out, _ in outputs:
-                    out.fill_(float("nan"))
-                alt_plan.execute(alt_args[0], handle)
-                torch.cuda.synchronize()
+                run_poisoned(torch, alt_plan, alt_args[0], [out for out, _ in outputs], handle)
                 err = max(rel_error(out, ref.float()) for out, ref in outputs)
                 result.setdefault("alt_kernel_checks", {})["%s_%s" % (op, name)] = {
                     "kernel": [x for x in alt_plan.describe().splitlines() if x.startswith("kernel:")][0][:90],
@@ -324,10 +324,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
 def check_train(torch, data, case, plan, args, handle):
     """The training forward against torch on the first two experts: C = A B_g^T + bias[g] and
     D = SwiGLU(C), both poisoned first (alpha = prob = 1)."""
-    data.d_glu.fill_(float("nan"))
-    data.c_train.fill_(float("nan"))
-    plan.execute(args[0], handle)
-    torch.cuda.synchronize()
+    run_poisoned(torch, plan, args[0], (data.d_glu, data.c_train), handle)
     begin, worst = 0, 0.0
     for g, end in enumerate(case["padded_offsets"][:2]):
         if end > begin:
