@@ -16,7 +16,8 @@ over several sets (bench/peers.py's method and helpers):
                 the (L, K', N') operand it takes
   dense         torch.mm(dY, W_0): cuBLAS on the same M x N' x K', one expert's weight
   ggemm_NAME    with --alt-kernel NAME=PREFIX: ggemm_nmajor on the kernel variant whose name
-                starts with PREFIX (GGEMM_KERNEL), in the same rounds
+                starts with PREFIX (GGEMM_KERNEL), in the same rounds; with --alt-lib NAME=PATH:
+                ggemm_nmajor through another build of libggemm.so
 Checked first: ggemm_nmajor against torch._grouped_mm (relative Frobenius error <= 1e-2, output
 poisoned first), and bitwise against ggemm_fwd on the transposed weights and ggemm_nmajor_ones.
 TFLOP/s = 2*M*N'*K' / median time. Writes backward.json into --out and prints a table.
@@ -52,13 +53,23 @@ def parse_args():
     p.add_argument("--out", default="out/backward")
     p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
                    help="also time ggemm_nmajor on the kernel variant named PREFIX... (repeatable)")
+    p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
+                   help="also time ggemm_nmajor through this build of libggemm.so (repeatable)")
     opts = p.parse_args()
+    # (name, kernel prefix or None, library path or None: --lib's)
     opts.alternatives = []
-    for spec in opts.alt_kernel:
-        name, _, prefix = spec.partition("=")
-        if not name or not prefix:
-            p.error("--alt-kernel %s is not NAME=PREFIX" % spec)
-        opts.alternatives.append(("ggemm_" + name, prefix))
+    for option, specs in (("--alt-kernel", opts.alt_kernel), ("--alt-lib", opts.alt_lib)):
+        for spec in specs:
+            name, _, value = spec.partition("=")
+            if not name or not value:
+                p.error("%s %s is not NAME=%s" % (option, spec, "PREFIX" if option == "--alt-kernel" else "PATH"))
+            if option == "--alt-kernel":
+                opts.alternatives.append(("ggemm_" + name, value, None))
+            else:
+                opts.alternatives.append(("ggemm_" + name, None, value))
+    names = [name for name, _, _ in opts.alternatives]
+    if len(set(names)) != len(names):
+        p.error("each --alt-kernel and --alt-lib needs a NAME of its own")
     return opts
 
 
@@ -95,7 +106,7 @@ class GgemmDgrad:
     """One ggemm plan (N-major on W, or K-major on its transpose) with args per input set; alpha
     and prob NULL, or arrays of ones with `ones`."""
 
-    def __init__(self, lib, torch, data, name, n_major, ones, prefix=None):
+    def __init__(self, lib, torch, data, name, n_major, ones, prefix=None, alt=False):
         with forced_kernel(prefix):
             self.plan = lib.plan(lib.plan_desc(
                 device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
@@ -105,7 +116,7 @@ class GgemmDgrad:
         ws = self.plan.workspace_size()
         self.workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
         weights = data.w if n_major else data.w_t
-        out = data.d_alt if prefix else data.d[name]
+        out = data.d_alt if alt else data.d[name]
         self.args = [lib.args(m=data.m, a=data.dy[s].data_ptr(), b=weights[s].data_ptr(),
                               padded_offsets=data.offs.data_ptr(), alpha=data.ones_l.data_ptr() if ones else None,
                               prob=data.ones_m.data_ptr() if ones else None, d=out.data_ptr(),
@@ -116,7 +127,7 @@ class GgemmDgrad:
         self.plan.execute(self.args[s], handle)
 
 
-def run_case(torch, lib, deep_gemm, case, opts, stream):
+def run_case(torch, lib, alt_libs, deep_gemm, case, opts, stream):
     data = DgradData(torch, case, opts.sets)
     result = {"name": data.name, "L": data.L, "M": data.m, "N": data.n, "K": data.k, "errors": {}}
     handle = stream.cuda_stream
@@ -130,9 +141,9 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
             ops.append((name, lambda s, g=g: g.run(s, handle)))
         except Exception as e:  # noqa: BLE001 - record and go on with the peers
             result["errors"][name] = short_error(e)
-    for name, prefix in opts.alternatives:
+    for name, prefix, path in opts.alternatives:
         try:
-            g = GgemmDgrad(lib, torch, data, name, True, False, prefix)
+            g = GgemmDgrad(alt_libs.get(path, lib), torch, data, name, True, False, prefix, alt=True)
             plans.append(g)
             result.setdefault("plans", {})[name] = g.description
             data.d_alt.fill_(float("nan"))
@@ -181,7 +192,7 @@ def run_case(torch, lib, deep_gemm, case, opts, stream):
         result["errors"]["timing"] = short_error(e)
     t = result.get("tflops", {})
     for peer in ("deepgemm_nn", "grouped_mm", "dense", "ggemm_fwd", "ggemm_nmajor_ones") + tuple(
-            name for name, _ in opts.alternatives):
+            name for name, _, _ in opts.alternatives):
         if "ggemm_nmajor" in t and peer in t:
             result["ratio_" + peer] = t["ggemm_nmajor"] / t[peer]
     for g in plans:
@@ -206,6 +217,8 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("backward.py: no CUDA device visible to torch")
     lib = gg.Library(os.path.abspath(opts.lib))
+    # ctypes loads each build RTLD_LOCAL, so two builds' entry points never mix.
+    alt_libs = {path: gg.Library(os.path.abspath(path)) for _, _, path in opts.alternatives if path}
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
             "commit": os.environ.get("GGEMM_COMMIT", "unknown"), "rounds": opts.rounds,
@@ -215,7 +228,7 @@ def main():
     with torch.cuda.stream(stream):
         for case in cases:
             try:
-                results.append(run_case(torch, lib, deep_gemm, case, opts, stream))
+                results.append(run_case(torch, lib, alt_libs, deep_gemm, case, opts, stream))
             except Exception as e:  # noqa: BLE001 - one case must not stop the others
                 results.append({"name": case["name"], "errors": {"case": short_error(e)}})
             torch.cuda.synchronize()
@@ -237,7 +250,7 @@ def main():
             fmt(r.get("ratio_grouped_mm"), ".3f"), fmt(r.get("ratio_ggemm_fwd"), ".3f"),
             fmt(r.get("ratio_ggemm_nmajor_ones"), ".3f"), fmt(check.get("rel_err"), ".1e"),
             check.get("bitwise_equal_to_k_major", "-"), check.get("bitwise_equal_to_ones", "-")))
-        for name, _ in opts.alternatives:
+        for name, _, _ in opts.alternatives:
             if name in t:
                 print("%s on %s: %.0f TFLOP/s, ggemm N-major / it %.3f, it / DeepGEMM nn %s, rel err %s" % (
                     name, r["name"], t[name], r.get("ratio_" + name, float("nan")),

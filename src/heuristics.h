@@ -15,8 +15,8 @@
 //                     persistent grid is partly idle, less so where its tiles are cut along N
 //                     (kernels/common/tail_split.h: a cut round lasts 1 / pieces of a round).
 //                     Near 1 over many rounds; over a few it can favour another width
-//                     (8 experts of 256 rows, N = 7168: 128 x 256 tiles leave the fourth round
-//                     39 % full, 128 x 192 ones the fifth 61 %)
+//                     (6 experts of 256 rows, N = 7168: 128 x 256 tiles leave the third round
+//                     55 % full, too full to cut; 128 x 128 ones cut the sixth, 9 % full)
 //   output            how the tile's output leaves: the math warps' own stores, or TMA stores
 //                     from a tile buffer (only where the variant serves the plan's outputs)
 //

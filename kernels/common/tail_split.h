@@ -24,23 +24,28 @@ struct TailSplit {
 };
 
 // Pieces are whole 64-column blocks (every piece width is a wgmma N). A piece loads the same
-// tile-wide box of B as a whole tile, from its own first column, and uses its first columns: so
-// it fetches up to 4x the B it needs, and the pieces of a round may take at most half the grid,
-// which leaves L2 bandwidth to spare for that over-fetch.
+// tile-wide box of B as a whole tile, from its own first column, and uses its first columns: a
+// half fetches 2x the B it needs, a third or a quarter 3-4x. Halves may take the whole grid;
+// thirds and quarters at most half of it, which leaves L2 bandwidth to spare for their
+// over-fetch (docs/PERFORMANCE.md, what was tried: the last round cut in halves on up to the
+// whole grid).
 constexpr int32_t kPieceColumns = 64;
 constexpr int32_t kMaxPieces = 4;
 
+// How many CTAs the pieces of a last round cut into `pieces` may take.
+GGEMM_HD int64_t piece_budget(int32_t grid, int32_t pieces) { return pieces == 2 ? grid : grid / 2; }
+
 // The split of `tiles` whole tiles of tile_n columns over `grid` CTAs: the largest p (at most
 // max_pieces and kMaxPieces, tile_n / p a multiple of kPieceColumns) whose pieces of the last
-// partial round take at most half the grid; {tiles, 1} when no p > 1 does (the round is more than
-// a quarter full, or the tile cannot be cut). Only the last round is cut.
+// partial round fit piece_budget; {tiles, 1} when no p > 1 does (the round is more than half
+// full, or the tile cannot be cut). Only the last round is cut.
 GGEMM_HD TailSplit choose_tail_split(int64_t tiles, int32_t grid, int32_t tile_n, int32_t max_pieces) {
     const TailSplit none{tiles, 1};
     if (tiles <= 0 || grid <= 0) return none;
     const int64_t last_round = tiles % grid;
     if (last_round == 0) return none;
     for (int32_t p = max_pieces < kMaxPieces ? max_pieces : kMaxPieces; p >= 2; --p) {
-        if (tile_n % (p * kPieceColumns) == 0 && 2 * last_round * p <= grid) return {tiles - last_round, p};
+        if (tile_n % (p * kPieceColumns) == 0 && last_round * p <= piece_budget(grid, p)) return {tiles - last_round, p};
     }
     return none;
 }

@@ -93,7 +93,7 @@ TEST_CASE("kernel arguments: the last partial round of tiles is split along N on
     REQUIRE(plan.variant.tile_n == 256);
     REQUIRE(plan.grid == 132);
     // M = 8704: 68 row blocks x 16 column blocks = 1088 tiles = 8 x 132 + 32: 32 tiles in the
-    // last round, cut in halves (64 CTAs, half the grid at most).
+    // last round, cut in halves on 64 CTAs (quarters would take 128, more than half the grid).
     ggemm_args args = valid_args(8704);
     ggemm::KernelArgs kernel = ggemm::make_kernel_args(plan, args);
     CHECK(kernel.tail.first_piece == 1056);

@@ -131,12 +131,13 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
     // 56 of 128 x 256;
     // N = 1536 or 2048: 128 x 32 tiles beat half as many of 128 x 64) and never splits K unasked.
     // Over a few rounds the score counts the last one's idle CTAs: 8 experts of 256 rows and
-    // N = 7168 take 128 x 128 tiles (896, the seventh round 79 % full) over 128 x 256 (448, the
-    // fourth 39 %); N = 2880 takes 128 x 256 (768 tiles, 94 % of the columns kept, the sixth
-    // round 82 % full) over 128 x 192 (960, the eighth 27 %).
+    // N = 7168 take 128 x 256 tiles (448: three rounds, then 52 tiles cut in halves) over
+    // 128 x 128 (896, the seventh round 79 % full and too full to cut); N = 2880 takes 128 x 256
+    // (768 tiles, 94 % of the columns kept, the sixth round 82 % full) over 128 x 192 (960, the
+    // eighth 27 %, too full for thirds).
     check_pins("small_shapes.json", {
                                         {"dsv3_fc1_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                        {"dsv3_fc2_decode_L8", "sm90_tma_wgmma_128x128x64_s6", 1},
+                                        {"dsv3_fc2_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc1_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc2_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"one_expert_m256", "sm90_tma_wgmma_128x64x64_s8", 1},

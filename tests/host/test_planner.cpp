@@ -56,11 +56,16 @@ TEST_CASE("score: column use is N over the padded N") {
 
 TEST_CASE("score: round use counts the idle part of the last round at M = m_capacity") {
     const ggemm::KernelVariant wide = variant("w", 90, 128, 256, 1);
-    // 16 row blocks x 28 column blocks = 448 tiles on 132 CTAs: three rounds and 52 tiles, too
-    // many to cut (kernels/common/tail_split.h), so a fourth whole round.
-    ggemm::VariantScore score = ggemm::score_variant(wide, 2048, 7168, 132, 0);
-    CHECK(score.rounds == doctest::Approx(4.0));
-    CHECK(score.round_use == doctest::Approx(448.0 / (4 * 132)));
+    // 12 row blocks x 28 column blocks = 336 tiles on 132 CTAs: two rounds and 72 tiles, too
+    // many to cut (halves would take 144 CTAs, kernels/common/tail_split.h), so a third whole
+    // round.
+    ggemm::VariantScore score = ggemm::score_variant(wide, 1536, 7168, 132, 0);
+    CHECK(score.rounds == doctest::Approx(3.0));
+    CHECK(score.round_use == doctest::Approx(336.0 / (3 * 132)));
+    // 16 x 28 = 448 tiles: three rounds and 52 tiles, cut in halves (104 CTAs).
+    score = ggemm::score_variant(wide, 2048, 7168, 132, 0);
+    CHECK(score.rounds == doctest::Approx(3.5));
+    CHECK(score.round_use == doctest::Approx(448.0 / (3.5 * 132)));
     // 34 x 16 = 544 tiles: four rounds and 16 tiles, cut into 4 pieces each (a quarter round).
     score = ggemm::score_variant(wide, 34 * 128, 4096, 132, 0);
     CHECK(score.rounds == doctest::Approx(4.25));
@@ -69,22 +74,24 @@ TEST_CASE("score: round use counts the idle part of the last round at M = m_capa
     CHECK(ggemm::score_variant(wide, 33 * 128, 1024, 132, 0).round_use == doctest::Approx(1.0));
     CHECK(ggemm::score_variant(wide, 0, 4096, 132, 0).round_use == doctest::Approx(1.0));
     // A cluster deals tiles of its rows to the clusters (66 of them on 132 SMs).
-    const ggemm::VariantScore pair = ggemm::score_variant(variant("c2", 90, 256, 256, 2), 2048, 7168, 132, 0);
-    CHECK(pair.rounds == doctest::Approx(4.0));
-    CHECK(pair.round_use == doctest::Approx(224.0 / (4 * 66)));
+    // 6 x 28 = 168 tiles = 2 x 66 + 36: halves would take 72 clusters.
+    const ggemm::VariantScore pair = ggemm::score_variant(variant("c2", 90, 256, 256, 2), 1536, 7168, 132, 0);
+    CHECK(pair.rounds == doctest::Approx(3.0));
+    CHECK(pair.round_use == doctest::Approx(168.0 / (3 * 66)));
 }
 
 TEST_CASE("a few rounds: the width whose last round idles less wins") {
     auto variants = width_variants();
     ggemm_plan_desc desc = valid_desc();
-    desc.m_capacity = 2048;  // 8 experts of one 256-row segment each
+    desc.m_capacity = 1536;  // six 256-row segments
     desc.n = 7168;
-    // 128 x 256: 448 tiles, the fourth round 39 % full (score 0.848); 128 x 192: 608 tiles in
-    // 38 columns, the fifth round 61 % full (0.985 x 0.982 x 0.921 = 0.891); 128 x 128: 896
-    // tiles, the seventh round 79 % full (0.95 x 0.970 = 0.922).
+    // 128 x 256: 336 tiles, the third round 55 % full and too full to cut (score 0.848);
+    // 128 x 192: 456 tiles in 38 columns, the fourth round 45 % full and too full for thirds
+    // (0.985 x 0.982 x 0.864 = 0.836); 128 x 128: 672 tiles, the sixth round's 12 cut in halves
+    // (0.95 x 0.926 = 0.879).
     ggemm_plan plan = plan_for(desc, variants);
-    CHECK(plan.variant.tile_n < 256);
-    CHECK(describes(plan, "rounds 0.8485 (4.00)"));
+    CHECK(plan.variant.tile_n == 128);
+    CHECK(describes(plan, "rounds 0.8485 (3.00)"));
     // Many rounds: the widest tile again.
     desc.m_capacity = 32768;
     plan = plan_for(desc, variants);

@@ -48,14 +48,16 @@ TEST_CASE("tail split: the suite's shapes on 132 SMs") {
         {"dsv3_fc1_L8", 4096, 256, {4092, 4}},
         // 138 x 112 = 15456 = 117 x 132 + 12: quarters on 48 CTAs.
         {"mixtral_fc1", 15456, 256, {15444, 4}},
-        // 7168 = 54 x 132 + 40: halves would take 80 CTAs, more than half the grid.
-        {"dsv3_fc2_L8", 7168, 256, {7168, 1}},
-        // 2208 = 16 x 132 + 96.
+        // 7168 = 54 x 132 + 40: halves on 80 CTAs (quarters would take more than half the grid).
+        {"dsv3_fc2_L8", 7168, 256, {7128, 2}},
+        // 2208 = 16 x 132 + 96: halves would take 192 CTAs.
         {"mixtral_fc2", 2208, 256, {2208, 1}},
         // 128 x 192 tiles, 494 x 30 = 14820 = 112 x 132 + 36: thirds would take 108 CTAs.
         {"gptoss_fc1_L32", 14820, 192, {14820, 1}},
-        // 2048 = 15 x 132 + 68.
+        // 2048 = 15 x 132 + 68: halves would take 136 CTAs.
         {"decode_L64", 2048, 256, {2048, 1}},
+        // dgrad of qwen3_fc2 (N' = 768): 1160 x 3 = 3480 = 26 x 132 + 48, halves on 96 CTAs.
+        {"qwen3_fc2_L128 dgrad", 3480, 256, {3432, 2}},
     };
     for (const Case& c : cases) {
         CAPTURE(c.name);
@@ -74,8 +76,12 @@ TEST_CASE("tail split: no split without a partial round, a cuttable tile or a ke
     CHECK(choose_tail_split(kGrid + 4, kGrid, 128, 4).pieces == 2);
     CHECK(choose_tail_split(kGrid + 22, kGrid, 192, 4).pieces == 3);  // 66 CTAs: half the grid
     CHECK(choose_tail_split(kGrid + 23, kGrid, 192, 4).pieces == 1);  // 69: more than half
-    // The largest p within half the grid: 20 tiles in quarters need 80 CTAs, in halves 40.
+    // Quarters within half the grid, halves within the whole of it: 16 tiles in quarters take
+    // 64 CTAs; 20 in quarters would take 80, in halves 40; 66 in halves take all 132.
+    CHECK(choose_tail_split(kGrid + 16, kGrid, 256, 4).pieces == 4);
     CHECK(choose_tail_split(kGrid + 20, kGrid, 256, 4).pieces == 2);
+    CHECK(choose_tail_split(kGrid + 66, kGrid, 256, 4).pieces == 2);
+    CHECK(choose_tail_split(kGrid + 67, kGrid, 128, 4).pieces == 1);
     // Fewer tiles than CTAs: the only round is the partial one.
     const TailSplit small = choose_tail_split(10, kGrid, 256, 4);
     CHECK(small.first_piece == 0);
@@ -107,10 +113,11 @@ TEST_CASE("tail split: the items cover every column of every tile exactly once, 
         }
         for (const auto& tile : covered)
             for (int hits : tile) CHECK(hits == 1);
-        // The pieces of the last round take at most half the grid, and the split never costs
-        // time in the model.
+        // The pieces of the last round take at most the grid in halves, half of it in thirds or
+        // quarters, and the split never costs time in the model.
         const int64_t pieces = (tiles - split.first_piece) * split.pieces;
-        if (split.pieces > 1) CHECK(2 * pieces <= grid);
+        if (split.pieces > 1) CHECK(pieces <= grid);
+        if (split.pieces > 2) CHECK(2 * pieces <= grid);
         const double whole = makespan(tiles, grid, tile_n, {tiles, 1});
         const double cut = makespan(tiles, grid, tile_n, split);
         CHECK(cut <= whole);
