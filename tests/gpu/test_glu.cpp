@@ -291,6 +291,9 @@ TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that
                                    GGEMM_DTYPE_BF16, GGEMM_DTYPE_NONE, false, 9600);
     const HostCase host_case = make_case(config);
     ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC);
+    // 4096 rows: 512 tiles of 128 x 256, enough that the score keeps the 256-wide tile (at 1792
+    // rows 128 x 128 tiles, their last round cut in halves, score higher).
+    desc.m_capacity = 4096;
     {
         Plan plan(desc);
         const std::string text = plan.description();
