@@ -58,24 +58,10 @@ GGEMM_HD float glu_add(float a, float b) {
 // where exp(-x) overflows (x < -88.7; the true value is under 2^-127). The IEEE division would
 // also call its slow path as a subroutine, whose call saves registers to the stack in kernels
 // that hold a 256-wide accumulator.
-#if defined(__CUDA_ARCH__)
-// 1 / d for the sigmoid's denominator d = 1 + exp(-x) >= 1, on the FMA pipe: a first guess from
-// the exponent bits (within 1/8 of 1 / d), then three Newton steps r += r (1 - d r), each
-// squaring the relative error, to about 1 ulp. The special-function unit then runs one
-// instruction per element (the exponential) instead of two. 0 from d >= 2^126 (exp overflowed:
-// the sigmoid is then under 2^-126).
-__device__ __forceinline__ float glu_reciprocal(float d) {
-    float r = __int_as_float(0x7EF311C7 - __float_as_int(d));
-#pragma unroll
-    for (int step = 0; step < 3; ++step) r = __fmaf_rn(r, __fmaf_rn(-d, r, 1.0f), r);
-    return d < 0x1p126f ? r : 0.0f;
-}
-#endif
-
 GGEMM_HD float glu_sigmoid(float x) {
 #if defined(__CUDA_ARCH__)
     constexpr float kLog2E = 1.4426950408889634f;
-    return glu_reciprocal(__fadd_rn(1.0f, ptx::ex2_approx_ftz(__fmul_rn(-x, kLog2E))));
+    return ptx::rcp_approx_ftz(__fadd_rn(1.0f, ptx::ex2_approx_ftz(__fmul_rn(-x, kLog2E))));
 #else
     return 1.0f / (1.0f + expf(-x));
 #endif
