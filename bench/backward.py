@@ -56,17 +56,18 @@ def parse_args():
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
                    help="also time ggemm_nmajor through this build of libggemm.so (repeatable)")
     opts = p.parse_args()
+
+    def named(spec, option, what):
+        name, _, value = spec.partition("=")
+        if not name or not value:
+            p.error("%s %s is not NAME=%s" % (option, spec, what))
+        return "ggemm_" + name, value
+
     # (name, kernel prefix or None, library path or None: --lib's)
-    opts.alternatives = []
-    for option, specs in (("--alt-kernel", opts.alt_kernel), ("--alt-lib", opts.alt_lib)):
-        for spec in specs:
-            name, _, value = spec.partition("=")
-            if not name or not value:
-                p.error("%s %s is not NAME=%s" % (option, spec, "PREFIX" if option == "--alt-kernel" else "PATH"))
-            if option == "--alt-kernel":
-                opts.alternatives.append(("ggemm_" + name, value, None))
-            else:
-                opts.alternatives.append(("ggemm_" + name, None, value))
+    opts.alternatives = ([(name, prefix, None) for name, prefix in
+                          (named(spec, "--alt-kernel", "PREFIX") for spec in opts.alt_kernel)] +
+                         [(name, None, path) for name, path in
+                          (named(spec, "--alt-lib", "PATH") for spec in opts.alt_lib)])
     names = [name for name, _, _ in opts.alternatives]
     if len(set(names)) != len(names):
         p.error("each --alt-kernel and --alt-lib needs a NAME of its own")
