@@ -6,8 +6,9 @@
 //   host/parts/context_device            cuCtxGetCurrent and cuCtxGetDevice (the same check when
 //                                        one is: src/execute.cpp, current_device)
 //   host/parts/pointer_attributes        cudaPointerGetAttributes on device memory (residency)
-//   host/parts/driver_pointer_attributes cuPointerGetAttributes: memory type, device and managed
-//                                        in one call (what ggemm asks, src/pointer_oracle.cpp)
+//   host/parts/driver_pointer_attributes cuPointerGetAttributes: memory type, device, managed and
+//                                        the mapping's bounds in one call (what ggemm asks,
+//                                        src/pointer_oracle.cpp)
 //   host/parts/encode_tensor_map         cuTensorMapEncodeTiled of a 2-D bf16 map (the A map)
 //   host/parts/launch/4B                 cudaLaunchKernelEx of an empty kernel, one int parameter
 //   host/parts/launch/400B               the same with ggemm's parameters: two tensor maps and
@@ -143,15 +144,18 @@ void pointer_attributes(benchmark::State& state) {
 void driver_pointer_attributes(benchmark::State& state) {
     void* p = device_buffer();
     auto get = driver_entry<PFN_cuPointerGetAttributes_v7000>("cuPointerGetAttributes", 7000);
-    CUpointer_attribute which[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                    CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    CUpointer_attribute which[5] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+                                    CU_POINTER_ATTRIBUTE_MAPPING_SIZE};
     unsigned int type = 0;
     int ordinal = -1;
     unsigned int managed = 0;
-    void* data[3] = {&type, &ordinal, &managed};
+    unsigned long long mapping_base = 0;
+    unsigned long long mapping_size = 0;
+    void* data[5] = {&type, &ordinal, &managed, &mapping_base, &mapping_size};
     CUresult result = CUDA_SUCCESS;
     for (auto _ : state) {
-        result = get(3, which, data, reinterpret_cast<CUdeviceptr>(p));
+        result = get(5, which, data, reinterpret_cast<CUdeviceptr>(p));
         benchmark::DoNotOptimize(type);
     }
     if (result != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE) state.SkipWithError("cuPointerGetAttributes");

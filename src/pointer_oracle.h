@@ -18,6 +18,12 @@ struct PointerFacts {
     Kind kind = kUnknown;
     int32_t device = -1;
     const char* runtime_error = "";  // static storage (cudaGetErrorString)
+    // The physical allocation the pointer lies in, [mapping_begin, mapping_end), where the driver
+    // says (empty otherwise): one allocation of one kind on one device, so any pointer inside it
+    // has the same facts. cudaMalloc packs small allocations into shared 2 MiB mappings; a
+    // stream-ordered pool maps its memory in larger pieces.
+    uintptr_t mapping_begin = 0;
+    uintptr_t mapping_end = 0;
 };
 
 class PointerOracle {

@@ -223,6 +223,20 @@ TEST_CASE("the real pointer oracle on a GPU") {
     REQUIRE(cudaFree(freed) == cudaSuccess);
     CHECK_MESSAGE(oracle.query(freed).kind != ggemm::PointerFacts::kDevice, "a freed allocation is not device memory");
 
+    // The mapping an answer gives holds the pointer; memory CUDA does not know has none.
+    const auto inside = [](const ggemm::PointerFacts& facts, const void* pointer) {
+        const auto address = reinterpret_cast<uintptr_t>(pointer);
+        return facts.mapping_begin <= address && address < facts.mapping_end;
+    };
+    const void* known[] = {on_device, static_cast<char*>(on_device) + 100, pinned, managed};
+    for (const void* pointer : known)
+        CHECK_MESSAGE(inside(oracle.query(pointer), pointer), pointer << " lies in the mapping its answer gives");
+    const void* unknown[] = {pageable.data(), freed};
+    for (const void* pointer : unknown) {
+        const ggemm::PointerFacts facts = oracle.query(pointer);
+        CHECK_MESSAGE(facts.mapping_end == facts.mapping_begin, pointer << " has no mapping");
+    }
+
     // The oracle asks the driver first; the runtime's answer is the reference.
     const void* pointers[] = {on_device, static_cast<char*>(on_device) + 100, pinned, managed, pageable.data(), freed};
     for (const void* pointer : pointers) {

@@ -142,11 +142,18 @@ public:
         ggemm::PointerFacts facts;
     };
 
-    void add(uintptr_t begin, uintptr_t bytes, ggemm::PointerFacts::Kind kind, int32_t device = 0) {
+    // A region added earlier answers first. With `one_mapping` the answers say the region is one
+    // physical mapping, as the driver does (src/pointer_oracle.h).
+    void add(uintptr_t begin, uintptr_t bytes, ggemm::PointerFacts::Kind kind, int32_t device = 0,
+             bool one_mapping = false) {
         ggemm::PointerFacts facts;
         facts.kind = kind;
         facts.device = device;
         facts.runtime_error = kind == ggemm::PointerFacts::kUnknown ? "invalid argument" : "";
+        if (one_mapping) {
+            facts.mapping_begin = begin;
+            facts.mapping_end = begin + bytes;
+        }
         regions_.push_back({begin, begin + bytes, facts});
     }
 

@@ -481,3 +481,36 @@ TEST_CASE_FIXTURE(ExecuteFixture, "M is checked against the capacity given, and 
     CHECK(ggemm::validate_args(plan, args, 1024, 0, oracle) == GGEMM_SUCCESS);
     CHECK(oracle.queries > 0);
 }
+
+TEST_CASE_FIXTURE(ExecuteFixture, "pointers in a mapping found resident earlier in the call are not asked about again") {
+    const ggemm_plan plan = make_plan();
+    const ggemm_args args = args_for(plan);
+    REQUIRE(ggemm::validate_args(plan, args, 4096, 0, oracle) == GGEMM_SUCCESS);
+    const int each_asked = oracle.queries;
+
+    // padded_offsets, alpha and prob (slices 3, 4 and 5) in one mapping: asked about once.
+    FakeOracle shared;
+    shared.add(kDevice0 + 3 * kSlice, 3 * kSlice, ggemm::PointerFacts::kDevice, 0, true);
+    shared.add(kDevice0, kRegionBytes, ggemm::PointerFacts::kDevice, 0);
+    CHECK(ggemm::validate_args(plan, args, 4096, 0, shared) == GGEMM_SUCCESS);
+    CHECK(shared.queries == each_asked - 2);
+    // Nothing is kept from one call to the next.
+    CHECK(ggemm::validate_args(plan, args, 4096, 0, shared) == GGEMM_SUCCESS);
+    CHECK(shared.queries == 2 * (each_asked - 2));
+
+    // A mapping that is not the device's shares nothing: the first pointer in it is refused.
+    FakeOracle pinned;
+    pinned.add(kDevice0 + 3 * kSlice, 3 * kSlice, ggemm::PointerFacts::kPinnedHost, 0, true);
+    pinned.add(kDevice0, kRegionBytes, ggemm::PointerFacts::kDevice, 0);
+    CHECK(ggemm::validate_args(plan, args, 4096, 0, pinned) == GGEMM_ERROR_NOT_DEVICE_MEMORY);
+    CHECK(message_contains("args->padded_offsets"));
+    CHECK(message_contains("pinned host memory"));
+
+    // A pointer past the mapping's end is asked about: here it is host memory and refused.
+    FakeOracle edge;
+    edge.add(kDevice0 + 3 * kSlice, 2 * kSlice, ggemm::PointerFacts::kDevice, 0, true);
+    edge.add(kDevice0 + 5 * kSlice, kSlice, ggemm::PointerFacts::kPinnedHost, 0);
+    edge.add(kDevice0, kRegionBytes, ggemm::PointerFacts::kDevice, 0);
+    CHECK(ggemm::validate_args(plan, args, 4096, 0, edge) == GGEMM_ERROR_NOT_DEVICE_MEMORY);
+    CHECK(message_contains("args->prob"));
+}
