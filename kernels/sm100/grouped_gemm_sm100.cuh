@@ -455,16 +455,16 @@ __device__ __forceinline__ void drain_glu(const EpilogueTile& et, uint32_t taddr
         float gate[kGluBlockColumns], up[kGluBlockColumns];
 #pragma unroll
         for (int c = 0; c < kGluBlockColumns; c += 4) {
-            const float4 gate_bias = bias ? load_quad(et.bias, et.bias_dtype, gate_col + c) : make_float4(0, 0, 0, 0);
-            const float4 up_bias =
-                bias ? load_quad(et.bias, et.bias_dtype, gate_col + kGluBlockColumns + c) : make_float4(0, 0, 0, 0);
+            const float4 none = make_float4(kNoBias, kNoBias, kNoBias, kNoBias);
+            const float4 gate_bias = bias ? load_quad(et.bias, et.bias_dtype, gate_col + c) : none;
+            const float4 up_bias = bias ? load_quad(et.bias, et.bias_dtype, gate_col + kGluBlockColumns + c) : none;
             const float gb[4] = {gate_bias.x, gate_bias.y, gate_bias.z, gate_bias.w};
             const float ub[4] = {up_bias.x, up_bias.y, up_bias.z, up_bias.w};
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const float g = __uint_as_float(gate_acc[c + q]), u = __uint_as_float(up_acc[c + q]);
-                gate[c + q] = bias ? biased_pre_activation(et.alpha, g, gb[q]) : scaled_value(et.alpha, g);
-                up[c + q] = bias ? biased_pre_activation(et.alpha, u, ub[q]) : scaled_value(et.alpha, u);
+                gate[c + q] = biased_pre_activation(et.alpha, g, gb[q]);
+                up[c + q] = biased_pre_activation(et.alpha, u, ub[q]);
             }
         }
         if (et.c != nullptr) {

@@ -152,11 +152,14 @@ __device__ __forceinline__ void store_output_as(const FragmentEpilogue& e, void*
     }
 }
 
-// The pre-activation of two accumulators: fma(acc, alpha, bias) with bias, acc * alpha without.
-__device__ __forceinline__ float2 pre_activation_pair(bool bias, float alpha, float2 acc, float2 bias_pair) {
-    return bias ? contract_pair<EpilogueValue::kBiasedPreActivation>(alpha, acc, 0.f, bias_pair)
-                : contract_pair<EpilogueValue::kScaled>(alpha, acc, 0.f, bias_pair);
+// The pre-activation of two accumulators: fma(acc, alpha, bias), bias kNoBias in a call without
+// one (acc * alpha, bit for bit).
+__device__ __forceinline__ float2 pre_activation_pair(float alpha, float2 acc, float2 bias_pair) {
+    return contract_pair<EpilogueValue::kBiasedPreActivation>(alpha, acc, 0.f, bias_pair);
 }
+
+// The bias pair of a fused GLU's call without bias.
+__device__ __forceinline__ float2 no_bias_pair() { return make_float2(kNoBias, kNoBias); }
 
 // The accumulator group (8 columns) holding the gate columns of a fused GLU's output group; its
 // up columns are kGluBlockColumns / 8 groups further on.
@@ -170,14 +173,13 @@ __device__ __forceinline__ int glu_gate_group(int out_group) {
 // gate + kGluBlockColumns / 8. Both output designs (store_glu_output, write_glu_atom) take it
 // from here, so they give the same bits.
 template <int32_t kActivation, int kTileN>
-__device__ __forceinline__ float2 glu_output_pair(const EpilogueTile& t, float2 prob, bool bias,
-                                                  const float (&acc)[kTileN / 2], int gate, int half,
-                                                  float2 gate_bias, float2 up_bias) {
+__device__ __forceinline__ float2 glu_output_pair(const EpilogueTile& t, float2 prob, const float (&acc)[kTileN / 2],
+                                                  int gate, int half, float2 gate_bias, float2 up_bias) {
     const int up = gate + kGluBlockColumns / 8;
     const float2 gate_acc = make_float2(acc[4 * gate + 2 * half], acc[4 * gate + 2 * half + 1]);
     const float2 up_acc = make_float2(acc[4 * up + 2 * half], acc[4 * up + 2 * half + 1]);
-    const float2 g = pre_activation_pair(bias, t.alpha, gate_acc, gate_bias);
-    const float2 u = pre_activation_pair(bias, t.alpha, up_acc, up_bias);
+    const float2 g = pre_activation_pair(t.alpha, gate_acc, gate_bias);
+    const float2 u = pre_activation_pair(t.alpha, up_acc, up_bias);
     const float p = half == 0 ? prob.x : prob.y;
     return make_float2(__fmul_rn(p, glu_activation<kActivation>(g.x, u.x, t.glu)),
                        __fmul_rn(p, glu_activation<kActivation>(g.y, u.y, t.glu)));
@@ -219,7 +221,7 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
         float2 gate_bias[kGroups], up_bias[kGroups];
 #pragma unroll
         for (int jj = 0; jj < kGroups; ++jj) {
-            gate_bias[jj] = up_bias[jj] = make_float2(0.f, 0.f);
+            gate_bias[jj] = up_bias[jj] = no_bias_pair();
             if (!bias || jj >= groups) continue;
             const int gate = glu_gate_group(slice * kGroups + jj);
             const uint2 g = ptx::ld_shared_v2_b32(e.bias_addr + (gate * 8 + 2 * (lane % 4)) * 4);
@@ -234,7 +236,7 @@ __device__ __forceinline__ void store_glu_output(const FragmentEpilogue& e, cons
             float2 out[2];
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // rows r and r + 8
-                out[half] = glu_output_pair<kActivation, kTileN>(e.t, e.prob, bias, acc, gate, half, gate_bias[jj],
+                out[half] = glu_output_pair<kActivation, kTileN>(e.t, e.prob, acc, gate, half, gate_bias[jj],
                                                                  up_bias[jj]);
             }
             const int byte = jj * 8 * static_cast<int>(sizeof(T)) + pair_byte;

@@ -188,7 +188,7 @@ __device__ __forceinline__ void glu_atom_fragments(const TmaStoreEpilogue& e, co
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int gate = glu_gate_group(first_group + i);
-            float2 gate_bias = make_float2(0.f, 0.f), up_bias = make_float2(0.f, 0.f);
+            float2 gate_bias = no_bias_pair(), up_bias = no_bias_pair();
             const int32_t gate_col = e.n_begin + gate * 8 + 2 * (lane % 4);
             if (bias && gate_col < e.t.n) {  // N is whole blocks: the up column is inside too
                 gate_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col);
@@ -197,7 +197,7 @@ __device__ __forceinline__ void glu_atom_fragments(const TmaStoreEpilogue& e, co
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // rows r and r + 8: stmatrix's order
                 const float2 out =
-                    glu_output_pair<kActivation, kWidth>(e.t, e.prob, bias, acc, gate, half, gate_bias, up_bias);
+                    glu_output_pair<kActivation, kWidth>(e.t, e.prob, acc, gate, half, gate_bias, up_bias);
                 const __nv_bfloat162 h = __floats2bfloat162_rn(out.x, out.y);
                 f[p][2 * i + half] = *reinterpret_cast<const uint32_t*>(&h);
             }
