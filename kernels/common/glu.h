@@ -5,9 +5,11 @@
 //   sigmoid(x) = 1 / (1 + exp(-x))
 // in fp32, in this order. The products and sums are written with explicit round-to-nearest
 // intrinsics on the device, so the compiler cannot contract them into FMAs and every kernel and
-// scheduler computes the same bits; the sigmoid's exponential and reciprocal are the special-
-// function unit's approximations (glu_sigmoid says why and how close). Host builds (the CPU
-// tests) evaluate the same expressions in plain fp32 with the precise expf and an IEEE division.
+// scheduler computes the same bits; where a product and a sum fuse, they are an explicit fma
+// (glu_fma). The sigmoid's exponential and reciprocal are the special-function unit's
+// approximations (glu_sigmoid says why and how close). Host builds (the CPU tests) evaluate the
+// same expressions in plain fp32 (std::fmaf for the fma) with the precise expf and an IEEE
+// division.
 //
 // Pure and __host__ __device__: the CPU tests check the code the kernels run.
 #pragma once
@@ -46,6 +48,14 @@ GGEMM_HD float glu_add(float a, float b) {
     return __fadd_rn(a, b);
 #else
     return a + b;
+#endif
+}
+
+GGEMM_HD float glu_fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fmaf(a, b, c);
 #endif
 }
 
@@ -94,6 +104,7 @@ GGEMM_HD float glu_activation(float gate, float up, GluConstants k) {
 // limit included, as torch.clamp's), else 0:
 //   d_gate = [gate <= limit] * (u + offset) * (sg + scale * (g * sg) * (1 - sg)),  sg = sigmoid(scale * g)
 //   d_up   = [-limit <= up <= limit] * g * sg
+// The last product and sum of each d_gate's bracket are one fma.
 struct GluGrad {
     float act;
     float d_gate;
@@ -103,7 +114,7 @@ struct GluGrad {
 GGEMM_HD GluGrad swiglu_grad(float gate, float up) {
     const float s = glu_sigmoid(gate);
     const float silu = glu_mul(gate, s);
-    const float d_silu = glu_add(s, glu_mul(silu, glu_add(1.0f, -s)));
+    const float d_silu = glu_fma(silu, glu_add(1.0f, -s), s);
     return {glu_mul(silu, up), glu_mul(up, d_silu), silu};
 }
 
@@ -113,7 +124,7 @@ GGEMM_HD GluGrad clamped_geglu_grad(float gate, float up, GluConstants k) {
     const float sg = glu_sigmoid(glu_mul(k.scale, g));
     const float u_offset = glu_add(u, k.offset);
     const float g_sg = glu_mul(g, sg);
-    const float d_g = glu_add(sg, glu_mul(glu_mul(k.scale, g_sg), glu_add(1.0f, -sg)));
+    const float d_g = glu_fma(glu_mul(k.scale, g_sg), glu_add(1.0f, -sg), sg);
     const bool gate_passes = gate <= k.limit;
     const bool up_passes = up >= -k.limit && up <= k.limit;
     return {glu_mul(glu_mul(u_offset, g), sg), gate_passes ? glu_mul(u_offset, d_g) : 0.0f,
@@ -130,20 +141,22 @@ GGEMM_HD GluGrad glu_grad(float gate, float up, GluConstants k) {
     }
 }
 
-// dGLU's partial sum of d_prob over one 64-column block of R for one row, as one thread that owns
-// the whole row computes it (the SM100 epilogue), in the order of the SM90 epilogue's four lanes
-// per row (store_dglu_output, store_prob_partials): lane q sums R * act over the block's columns c
-// with (c % 8) / 2 = q, in column order from 0, and a butterfly adds the four sums as
-// (s0 + s1) + (s2 + s3). Keeping the four sums and adding them the same way gives the same bits
-// for the same terms.
+// dGLU's partial sum of d_prob over one 64-column block of R = alpha * acc for one row, as one
+// thread that owns the whole row computes it (the SM100 epilogue), in the order of the SM90
+// epilogue's four lanes per row (store_dglu_output, store_prob_partials): lane q sums acc * act
+// over the block's columns c with (c % 8) / 2 = q, in column order from 0, each term one fma into
+// its sum; a butterfly adds the four sums as (s0 + s1) + (s2 + s3), and the result is scaled by
+// alpha once (alpha * sum(acc * act) instead of sum(alpha * acc * act): one multiply per block,
+// not per column). Keeping the four sums and adding them the same way gives the same bits for
+// the same terms.
 struct GluRowPartial {
     float quarter[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    GGEMM_HD void add(int column, float term) {
+    GGEMM_HD void add(int column, float acc, float act) {
         float& sum = quarter[(column % 8) / 2];
-        sum = glu_add(sum, term);
+        sum = glu_fma(acc, act, sum);
     }
-    GGEMM_HD float total() const {
-        return glu_add(glu_add(quarter[0], quarter[1]), glu_add(quarter[2], quarter[3]));
+    GGEMM_HD float total(float alpha) const {
+        return glu_mul(alpha, glu_add(glu_add(quarter[0], quarter[1]), glu_add(quarter[2], quarter[3])));
     }
 };
 

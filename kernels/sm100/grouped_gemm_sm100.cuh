@@ -525,9 +525,10 @@ __device__ __forceinline__ void prefetch_pre_row(const KernelArgs& args, int64_t
 // (the forward's interleaved blocks), so chunk j of R reads and writes the 64-column block j of
 // the pre-activation and of d_pre (M x 2N): each thread loads its row's 64 pre-activation values
 // (whole 128-byte lines of a 16-bit dtype), and d_pre's gate and up halves are staged and stored
-// 32 columns at a time. The arithmetic is the SM90 epilogue's (store_dglu_output): R = alpha *
-// acc, d_pre = (R * prob) * d act, d_prob's partial = sum of R * act per 64-column block of R,
-// one per row and block into the workspace (glu_reduce.cuh adds the blocks in order).
+// 32 columns at a time. The arithmetic is the SM90 epilogue's (store_dglu_output): with R = alpha
+// * acc, d_pre = (acc * (alpha * prob)) * d act and d_prob's partial = alpha * sum of acc * act per
+// 64-column block of R (GluRowPartial), one per row and block into the workspace (glu_reduce.cuh
+// adds the blocks in order).
 template <class Cfg, int32_t kActivation>
 __device__ __forceinline__ void drain_dglu(const EpilogueTile& et, uint32_t taddr, float* staged, float prob,
                                            int64_t row_begin, int rows, int32_t n_begin, int lane) {
@@ -537,6 +538,7 @@ __device__ __forceinline__ void drain_dglu(const EpilogueTile& et, uint32_t tadd
     const int64_t row = row_begin + lane;
     const bool own_row = lane < rows;  // past a valid-row end: nothing loaded or stored
     const int32_t pre_n = 2 * et.n;    // columns of the pre-activation and of d_pre
+    const float alpha_prob = __fmul_rn(et.alpha, prob);  // R * prob = acc * (alpha * prob), as SM90's
     GluRowPartial partial;
 #pragma unroll 1
     for (int chunk = 0; chunk < Cfg::kTileN / kGluBlockColumns; ++chunk) {
@@ -551,19 +553,19 @@ __device__ __forceinline__ void drain_dglu(const EpilogueTile& et, uint32_t tadd
         float d_gate[kGluBlockColumns], d_up[kGluBlockColumns];
 #pragma unroll
         for (int c = 0; c < kGluBlockColumns; ++c) {
-            const float r = scaled_value(et.alpha, __uint_as_float(acc[c]));
+            const float a = __uint_as_float(acc[c]);
             const GluGrad d = glu_grad<kActivation>(gate[c], up[c], et.glu);
-            const float rp = __fmul_rn(r, prob);
+            const float rp = __fmul_rn(a, alpha_prob);
             d_gate[c] = __fmul_rn(rp, d.d_gate);
             d_up[c] = __fmul_rn(rp, d.d_up);
-            partial.add(c, __fmul_rn(r, d.act));
+            partial.add(c, a, d.act);
         }
         store_row_values(d_gate, staged, et.d, et.d_dtype, pre_n, row_begin, rows, 2 * r_col, lane);
         store_row_values(d_up, staged, et.d, et.d_dtype, pre_n, row_begin, rows, 2 * r_col + kGluBlockColumns,
                          lane);
         // A 64-column block of R ends here (or R does): the row's partial sum of d_prob.
         if ((r_col + kGluBlockColumns) % kBlock == 0 || r_col + kGluBlockColumns >= et.n) {
-            if (own_row) et.d_prob_partials[r_col / kBlock * et.m + row] = partial.total();
+            if (own_row) et.d_prob_partials[r_col / kBlock * et.m + row] = partial.total(et.alpha);
             partial = GluRowPartial{};
         }
     }

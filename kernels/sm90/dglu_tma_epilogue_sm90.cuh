@@ -170,18 +170,17 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
             for (int half = 0; half < 2; ++half) {
                 const float2 gate = bf16_pair_to_float2(gate_bits[g][half]);
                 const float2 up = bf16_pair_to_float2(up_bits[g][half]);
-                const float r0 = scaled_value(t.alpha, acc[4 * j + 2 * half]);
-                const float r1 = scaled_value(t.alpha, acc[4 * j + 2 * half + 1]);
-                const float prob = half == 0 ? e.out.prob.x : e.out.prob.y;
+                const float acc0 = acc[4 * j + 2 * half], acc1 = acc[4 * j + 2 * half + 1];
+                const float alpha_prob = dglu_alpha_prob(t.alpha, half == 0 ? e.out.prob.x : e.out.prob.y);
                 const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
                 const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
-                const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
+                const float rp0 = __fmul_rn(acc0, alpha_prob), rp1 = __fmul_rn(acc1, alpha_prob);
                 ptx::st_shared_b32(gate_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
                                                                                      __fmul_rn(rp1, d1.d_gate))));
                 ptx::st_shared_b32(up_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
                                                                                    __fmul_rn(rp1, d1.d_up))));
-                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
-                prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
+                prob_sum[half] = glu_fma(acc0, d0.act, prob_sum[half]);
+                prob_sum[half] = glu_fma(acc1, d1.act, prob_sum[half]);
             }
         }
         const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;

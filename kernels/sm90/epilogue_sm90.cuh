@@ -348,10 +348,15 @@ __device__ __forceinline__ void prefetch_pre_block(const EpilogueTile& t, int64_
     if (t.glu_pre_dtype == kFP32) ptx::prefetch_global_l1(first + 128);
 }
 
+// R * prob of dGLU's d_pre as acc * (alpha * prob): one multiply per element, alpha * prob once
+// per row.
+__device__ __forceinline__ float dglu_alpha_prob(float alpha, float prob) { return __fmul_rn(alpha, prob); }
+
 // dGLU's partial sums of d_prob for R's 64-column block at column r_col0: the thread's sums of
-// rows top and top + 8 (prob_sum, reset here) are added over the four lanes of each row in a
-// fixed butterfly (every lane gets the same bits), and lane 0 of the four stores the row's
-// partial. Both output designs end a block through here, so they give the same bits.
+// acc * act of rows top and top + 8 (prob_sum, reset here) are added over the four lanes of each
+// row in a fixed butterfly (every lane gets the same bits), scaled by alpha, and lane 0 of the
+// four stores the row's partial (GluRowPartial, kernels/common/glu.h). Both output designs end a
+// block through here, so they give the same bits.
 __device__ __forceinline__ void store_prob_partials(const EpilogueTile& t, int64_t top, int32_t r_col0, int lane,
                                                     float (&prob_sum)[2]) {
 #pragma unroll
@@ -359,6 +364,7 @@ __device__ __forceinline__ void store_prob_partials(const EpilogueTile& t, int64
         float v = prob_sum[half];
         v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
         v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+        v = __fmul_rn(t.alpha, v);
         if (lane % 4 == 0) {
             const int64_t partial_block = r_col0 / (2 * kGluBlockColumns);
             t.d_prob_partials[partial_block * t.m + top + 8 * half] = v;
@@ -375,8 +381,8 @@ __device__ __forceinline__ void store_prob_partials(const EpilogueTile& t, int64
 // one 64-column block of d_pre: one slice of a 16-bit dtype, two of fp32 (each half computed
 // once per slice it fills; d_prob is summed in the first).
 //
-// d_prob: each thread sums R * act over its columns of one 64-column block of R (two R blocks,
-// in column order), the four lanes of a row add theirs (a fixed butterfly: every lane gets the
+// d_prob: each thread sums acc * act (one fma each) over its columns of one 64-column block of R
+// (two R blocks, in column order), the four lanes of a row add theirs and scale the sum by alpha (a fixed butterfly: every lane gets the
 // same bits), and lane 0 of the four stores the row's partial for that block. The order depends
 // only on the block, never on the tile width, the piece or the scheduler; a second kernel adds
 // the blocks in order (kernels/common/glu_reduce.cuh).
@@ -419,17 +425,16 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
                 for (int half = 0; half < 2; ++half) {
                     const float2 gate = pre[half][0];
                     const float2 up = pre[half][1];
-                    const float r0 = scaled_value(e.t.alpha, acc[4 * j + 2 * half]);
-                    const float r1 = scaled_value(e.t.alpha, acc[4 * j + 2 * half + 1]);
-                    const float prob = half == 0 ? e.prob.x : e.prob.y;
+                    const float acc0 = acc[4 * j + 2 * half], acc1 = acc[4 * j + 2 * half + 1];
+                    const float alpha_prob = dglu_alpha_prob(e.t.alpha, half == 0 ? e.prob.x : e.prob.y);
                     const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, e.t.glu);
                     const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, e.t.glu);
-                    const float rp0 = __fmul_rn(r0, prob), rp1 = __fmul_rn(r1, prob);
+                    const float rp0 = __fmul_rn(acc0, alpha_prob), rp1 = __fmul_rn(acc1, alpha_prob);
                     out[half][0] = make_float2(__fmul_rn(rp0, d0.d_gate), __fmul_rn(rp1, d1.d_gate));
                     out[half][1] = make_float2(__fmul_rn(rp0, d0.d_up), __fmul_rn(rp1, d1.d_up));
                     if (part == 0) {
-                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r0, d0.act));
-                        prob_sum[half] = __fadd_rn(prob_sum[half], __fmul_rn(r1, d1.act));
+                        prob_sum[half] = glu_fma(acc0, d0.act, prob_sum[half]);
+                        prob_sum[half] = glu_fma(acc1, d1.act, prob_sum[half]);
                     }
                 }
 #pragma unroll

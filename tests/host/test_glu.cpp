@@ -161,41 +161,39 @@ TEST_CASE("glu: refusals name the field, the value and the rule") {
 }
 
 TEST_CASE("glu: dGLU's row partial of d_prob (SM100, one thread per row) adds as SM90's four lanes do") {
-    // Terms of one row's 64-column block of R, of mixed magnitudes so that the order shows.
-    float terms[64];
+    // Accumulators and activations of one row's 64-column block of R, of mixed magnitudes so
+    // that the order shows.
+    float acc[64], act[64];
     for (int c = 0; c < 64; ++c) {
         const float scale = (c % 3 == 0) ? 1.0e7f : (c % 3 == 1 ? 1.0f : 1.0e-3f);
-        terms[c] = scale * static_cast<float>((c * 37) % 19 - 9) / 7.0f;
+        acc[c] = scale * static_cast<float>((c * 37) % 19 - 9) / 7.0f;
+        act[c] = 1.0f + static_cast<float>((c * 11) % 13) / 9.0f;
     }
+    const float alpha = 0.7f;
     // SM90 (store_dglu_output): lane q of a row's four holds columns 8g + 2q, 8g + 2q + 1 of
-    // each R group g in column order, then the butterfly adds lanes q ^ 1 and then q ^ 2.
-    float lane_sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int g = 0; g < 8; ++g) {
-        for (int q = 0; q < 4; ++q) {
-            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q];
-            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q + 1];
+    // each R group g in column order, one fma each, then the butterfly adds lanes q ^ 1 and then
+    // q ^ 2 and the sum is scaled by alpha (store_prob_partials).
+    const auto lane_order = [&](int groups) {
+        float lane_sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int g = 0; g < groups; ++g) {
+            for (int q = 0; q < 4; ++q) {
+                lane_sums[q] = std::fmaf(acc[8 * g + 2 * q], act[8 * g + 2 * q], lane_sums[q]);
+                lane_sums[q] = std::fmaf(acc[8 * g + 2 * q + 1], act[8 * g + 2 * q + 1], lane_sums[q]);
+            }
         }
-    }
-    const float pair01 = lane_sums[0] + lane_sums[1];
-    const float pair23 = lane_sums[2] + lane_sums[3];
-    const float sm90 = pair01 + pair23;
+        return alpha * ((lane_sums[0] + lane_sums[1]) + (lane_sums[2] + lane_sums[3]));
+    };
+    const float sm90 = lane_order(8);
     ggemm::GluRowPartial partial;
-    for (int c = 0; c < 64; ++c) partial.add(c, terms[c]);
-    CHECK(partial.total() == sm90);
+    for (int c = 0; c < 64; ++c) partial.add(c, acc[c], act[c]);
+    CHECK(partial.total(alpha) == sm90);
     float in_order = 0.0f;
-    for (const float term : terms) in_order = in_order + term;
-    CHECK(in_order != sm90);  // the terms tell the orders apart
+    for (int c = 0; c < 64; ++c) in_order = std::fmaf(acc[c], act[c], in_order);
+    CHECK(alpha * in_order != sm90);  // the terms tell the orders apart
     // R's last block may be 32 columns wide: its first half alone.
-    lane_sums[0] = lane_sums[1] = lane_sums[2] = lane_sums[3] = 0.0f;
-    for (int g = 0; g < 4; ++g) {
-        for (int q = 0; q < 4; ++q) {
-            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q];
-            lane_sums[q] = lane_sums[q] + terms[8 * g + 2 * q + 1];
-        }
-    }
     ggemm::GluRowPartial half;
-    for (int c = 0; c < 32; ++c) half.add(c, terms[c]);
-    CHECK(half.total() == (lane_sums[0] + lane_sums[1]) + (lane_sums[2] + lane_sums[3]));
+    for (int c = 0; c < 32; ++c) half.add(c, acc[c], act[c]);
+    CHECK(half.total(alpha) == lane_order(4));
 }
 
 TEST_CASE("glu: the planner sends a bf16 D without C to a TMA-store kernel that fuses the GLU, and describes it") {
