@@ -112,8 +112,8 @@ __device__ __forceinline__ float biased_pre_activation(float alpha, float acc, f
 }
 // The bias a fused GLU's pre-activation adds in a call without bias: fma(acc, alpha, -0) is
 // acc * alpha bit for bit (a product of -0 stays -0, where adding +0 would give +0), so one
-// FFMA serves both kinds of call. A choice made per element between the FMUL and the FFMA
-// issued both, predicated, for every pre-activation value.
+// FFMA serves both kinds of call (a run-time choice per element between an FMUL and an FFMA
+// makes ptxas issue both, predicated).
 constexpr float kNoBias = -0.0f;
 
 // The value kValue for one accumulator, before rounding to the output dtype; bias is the
