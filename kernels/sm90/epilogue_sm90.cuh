@@ -384,9 +384,8 @@ __device__ __forceinline__ void store_prob_partials(const EpilogueTile& t, int64
 // d_prob: each thread sums acc * act (one fma each) over its columns of one 64-column block of R
 // (two R blocks, in column order), the four lanes of a row add theirs (a fixed butterfly: every
 // lane gets the same bits) and scale the sum by alpha, and lane 0 of the four stores the row's
-// partial for that block. The order depends
-// only on the block, never on the tile width, the piece or the scheduler; a second kernel adds
-// the blocks in order (kernels/common/glu_reduce.cuh).
+// partial for that block. The order depends only on the block, never on the tile width, the
+// piece or the scheduler; a second kernel adds the blocks in order (kernels/common/glu_reduce.cuh).
 template <class T, int32_t kActivation, int kTileN>
 __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, const float (&acc)[kTileN / 2],
                                                   int32_t n_end) {
