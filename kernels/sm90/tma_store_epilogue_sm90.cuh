@@ -170,16 +170,15 @@ __device__ __forceinline__ int glu_atom_pairs(int atom) {
 }
 
 // The fragments of output atom `atom` of a GLU tile (output columns 64 atom .., from
-// pre-activation columns 128 atom ..), its first glu_atom_pairs chunk pairs. The arithmetic is
-// store_glu_output's (epilogue_sm90.cuh), in the same order, so both output designs give the
-// same bits.
-template <int32_t kActivation, int kWidth>
-__device__ __forceinline__ void glu_atom_fragments(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2],
-                                                   int atom, AtomFragments& f) {
+// pre-activation columns 128 atom ..), its first glu_atom_pairs chunk pairs, in a call with bias
+// (kBias) or without. The arithmetic is store_glu_output's (epilogue_sm90.cuh), in the same
+// order, so both output designs give the same bits.
+template <int32_t kActivation, int kWidth, bool kBias>
+__device__ __forceinline__ void glu_atom_fragments_of(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2],
+                                                      int atom, AtomFragments& f) {
     static_assert(kWidth % (2 * kGluBlockColumns) == 0, "whole gate and up blocks");
     constexpr int kGroups = kAtomColumns / 8;  // output groups of an atom
     const int lane = threadIdx.x % 32;
-    const bool bias = e.t.bias != nullptr;
     const int pairs = glu_atom_pairs<kWidth>(atom);
 #pragma unroll
     for (int p = 0; p < kGroups / 2; ++p) {
@@ -189,10 +188,12 @@ __device__ __forceinline__ void glu_atom_fragments(const TmaStoreEpilogue& e, co
         for (int i = 0; i < 2; ++i) {
             const int gate = glu_gate_group(first_group + i);
             float2 gate_bias = no_bias_pair(), up_bias = no_bias_pair();
-            const int32_t gate_col = e.n_begin + gate * 8 + 2 * (lane % 4);
-            if (bias && gate_col < e.t.n) {  // N is whole blocks: the up column is inside too
-                gate_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col);
-                up_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col + kGluBlockColumns);
+            if constexpr (kBias) {
+                const int32_t gate_col = e.n_begin + gate * 8 + 2 * (lane % 4);
+                if (gate_col < e.t.n) {  // N is whole blocks: the up column is inside too
+                    gate_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col);
+                    up_bias = global_bias_pair_as(e.t.bias, e.t.bias_dtype, gate_col + kGluBlockColumns);
+                }
             }
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // rows r and r + 8: stmatrix's order
@@ -202,6 +203,18 @@ __device__ __forceinline__ void glu_atom_fragments(const TmaStoreEpilogue& e, co
                 f[p][2 * i + half] = *reinterpret_cast<const uint32_t*>(&h);
             }
         }
+    }
+}
+
+// Calls with and without bias take code of their own: in one, the no-bias path spent about two
+// instructions per output element on the bias pairs' bounds, branches and -0 moves.
+template <int32_t kActivation, int kWidth>
+__device__ __forceinline__ void glu_atom_fragments(const TmaStoreEpilogue& e, const float (&acc)[kWidth / 2],
+                                                   int atom, AtomFragments& f) {
+    if (e.t.bias != nullptr) {
+        glu_atom_fragments_of<kActivation, kWidth, true>(e, acc, atom, f);
+    } else {
+        glu_atom_fragments_of<kActivation, kWidth, false>(e, acc, atom, f);
     }
 }
 
