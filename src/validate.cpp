@@ -216,7 +216,7 @@ ggemm_status_t check_residency(const PointerRule* rules, int count, const void* 
                     "cudaSetDevice(%d) before executing",
                     current_device, device, device);
     }
-    // The only questions that cost a driver call each (~70 ns, bench host/parts/*). A pointer in
+    // The only questions that cost a driver call each (~80 ns, bench host/parts/*). A pointer in
     // a mapping an earlier answer of this call found resident is not asked about again: the
     // small arrays of a call (offsets, alpha, prob, the status word) often share one, as
     // cudaMalloc, PyTorch's caching allocator and stream-ordered pools place them. Nothing is
