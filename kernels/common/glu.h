@@ -141,6 +141,10 @@ GGEMM_HD GluGrad glu_grad(float gate, float up, GluConstants k) {
     }
 }
 
+// R * prob of dGLU's d_pre is computed as acc * (alpha * prob): alpha * prob once per row, one
+// multiply per element.
+GGEMM_HD float dglu_alpha_prob(float alpha, float prob) { return glu_mul(alpha, prob); }
+
 // dGLU's partial sum of d_prob over one 64-column block of R = alpha * acc for one row, as one
 // thread that owns the whole row computes it (the SM100 epilogue), in the order of the SM90
 // epilogue's four lanes per row (store_dglu_output, store_prob_partials): lane q sums acc * act

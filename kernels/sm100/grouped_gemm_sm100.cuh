@@ -538,7 +538,7 @@ __device__ __forceinline__ void drain_dglu(const EpilogueTile& et, uint32_t tadd
     const int64_t row = row_begin + lane;
     const bool own_row = lane < rows;  // past a valid-row end: nothing loaded or stored
     const int32_t pre_n = 2 * et.n;    // columns of the pre-activation and of d_pre
-    const float alpha_prob = __fmul_rn(et.alpha, prob);  // R * prob = acc * (alpha * prob), as SM90's
+    const float alpha_prob = dglu_alpha_prob(et.alpha, prob);
     GluRowPartial partial;
 #pragma unroll 1
     for (int chunk = 0; chunk < Cfg::kTileN / kGluBlockColumns; ++chunk) {

@@ -348,10 +348,6 @@ __device__ __forceinline__ void prefetch_pre_block(const EpilogueTile& t, int64_
     if (t.glu_pre_dtype == kFP32) ptx::prefetch_global_l1(first + 128);
 }
 
-// R * prob of dGLU's d_pre as acc * (alpha * prob): one multiply per element, alpha * prob once
-// per row.
-__device__ __forceinline__ float dglu_alpha_prob(float alpha, float prob) { return __fmul_rn(alpha, prob); }
-
 // dGLU's partial sums of d_prob for R's 64-column block at column r_col0: the thread's sums of
 // acc * act of rows top and top + 8 (prob_sum, reset here) are added over the four lanes of each
 // row in a fixed butterfly (every lane gets the same bits), scaled by alpha, and lane 0 of the
