@@ -68,21 +68,6 @@ __device__ __forceinline__ void mbarrier_arrive_peer(uint64_t* bar, uint32_t cta
 #endif
 }
 
-// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr], count;       PTX 8.0, sm_90
-// `count` arrivals at once on the barrier at the same offset in CTA `cta_rank` of the cluster.
-__device__ __forceinline__ void mbarrier_arrive_peer_count(uint64_t* bar, uint32_t cta_rank, uint32_t count) {
-#if defined(GGEMM_PTX_TMA)
-    asm volatile(
-        "{\n\t.reg .b32 remote;\n\t"
-        "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote], %2;\n\t}" ::"r"(smem_addr(bar)),
-        "r"(cta_rank), "r"(count)
-        : "memory");
-#else
-    ggemm_ptx_instruction_not_supported_on_this_target();
-#endif
-}
-
 // mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];              PTX 8.0, sm_90
 // Arrives on the barrier at the same offset in CTA `cta_rank` of the cluster (via mapa).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {

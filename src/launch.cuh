@@ -97,9 +97,8 @@ cudaError_t launch_gemm_with_output_map(const LaunchParams& p, int threads, int 
 }
 
 template <GemmKernelWithPreMap kKernel>
-cudaError_t launch_gemm_with_pre_map(const LaunchParams& p, int threads, int smem_bytes, int cluster_m,
-                                     cudaStream_t stream) {
-    return launch_persistent<kKernel>(p, threads, smem_bytes, cluster_m, stream, p.a_map, p.b_map, p.d_map, p.pre_map,
+cudaError_t launch_gemm_with_pre_map(const LaunchParams& p, int threads, int smem_bytes, cudaStream_t stream) {
+    return launch_persistent<kKernel>(p, threads, smem_bytes, 1, stream, p.a_map, p.b_map, p.d_map, p.pre_map,
                                       p.args);
 }
 

@@ -77,8 +77,7 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
     if (Cfg::kClusterM > 1 && (p.grid <= 0 || p.grid % Cfg::kClusterM != 0)) return cudaErrorInvalidConfiguration;
     if constexpr (Cfg::kTmaStoreDglu) {
         const cudaError_t error =
-            launch_gemm_with_pre_map<grouped_gemm_sm90_dglu<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM,
-                                                                   stream);
+            launch_gemm_with_pre_map<grouped_gemm_sm90_dglu<Cfg>>(p, Cfg::kThreads, kSmemBytes<Cfg>, stream);
         if (error != cudaSuccess) return error;
         return launch_reduce_d_prob<reduce_d_prob>(p.args, stream);
     } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
@@ -179,7 +178,6 @@ using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore,
 // seven stages after each tile's k-blocks (32 KB a stage, as a k-block's operands).
 using Tile128Dglu = sm90::Config<128, 7, sm90::Output::kTmaStore, 256>;
 using Tile128DgluNMajor = sm90::Config<128, 7, sm90::Output::kTmaStore, 256, kNMajor>;
-using Tile128DgluNMajorCluster = sm90::Config<128, 7, sm90::Output::kTmaStore, 256, kNMajor, 2>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -204,7 +202,6 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256HalvesNMajorCluster>("sm90_tmastore_halves_128x256x64_s4_nmajor_c2"),
     sm90_variant<Tile128Dglu>("sm90_tmastore_dglu_128x128x64_s7"),
     sm90_variant<Tile128DgluNMajor>("sm90_tmastore_dglu_128x128x64_s7_nmajor"),
-    sm90_variant<Tile128DgluNMajorCluster>("sm90_tmastore_dglu_128x128x64_s7_nmajor_c2"),
 };
 
 }  // namespace

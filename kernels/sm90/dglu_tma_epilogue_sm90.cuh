@@ -94,22 +94,11 @@ struct TmaDgluEpilogue {
 
 // Step 3's release, by the warpgroup's storing thread: waits until its stores have read the
 // slots (d_pre), then arrives on each slot's empty barrier for the warpgroup's four warps (each
-// warp's reads and writes of the slots came before the barrier that preceded the stores), in
-// every CTA of a cluster: the stage's next k-block takes the other CTA's part of B too.
-template <int kClusterM>
+// warp's reads and writes of the slots came before the barrier that preceded the stores).
 __device__ __forceinline__ void release_pre_slots(const DgluSlots& slots) {
     ptx::tma_store_wait_read<0>();
 #pragma unroll
-    for (int c = 0; c < kDgluSlots; ++c) {
-        if constexpr (kClusterM == 1) {
-            ptx::mbarrier_arrive_count(slots.empty[c], kWarpgroupWarps);
-        } else {
-#pragma unroll
-            for (uint32_t rank = 0; rank < kClusterM; ++rank) {
-                ptx::mbarrier_arrive_peer_count(slots.empty[c], rank, kWarpgroupWarps);
-            }
-        }
-    }
+    for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_arrive_count(slots.empty[c], kWarpgroupWarps);
 }
 
 // A bf16 is the high half of the fp32 of the same value, so a pair widens in two integer

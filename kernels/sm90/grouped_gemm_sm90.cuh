@@ -158,9 +158,9 @@ struct Config {
                                                  : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
                                                        (kStoreColumns <= kTileN || kTmaStoreDglu),
                   "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
-    static_assert(!kTmaStoreDglu || (kTileN == kDgluSlots * kDgluSlotAtoms * kGluBlockColumns &&
+    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == kDgluSlots * kDgluSlotAtoms * kGluBlockColumns &&
                                      kABytes + kBBytes == kDgluSlotBytes && kMathWarpgroups == kDgluWarpgroups),
-                  "dGLU through TMA: a tile's pre-activation fills kDgluSlots ring slots");
+                  "dGLU through TMA: one CTA, whose tile's pre-activation fills kDgluSlots ring slots");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
@@ -573,14 +573,14 @@ struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral,
 // previous tile's pre-activation slots, whose d_pre this warpgroup's stores may still be reading
 // (none: `held.stage[0]` null); its storing thread releases them once this tile's first wgmma
 // batch is issued.
-template <AlphaLoad kAlphaLoad, int kClusterM>
+template <AlphaLoad kAlphaLoad>
 struct TmaDgluOutput {
     static constexpr bool kLoadsDuringMainLoop = true;
     TmaDgluEpilogue epilogue;
     DgluSlots held;
     __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
     __device__ __forceinline__ void after_first_batch() const {
-        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots<kClusterM>(held);
+        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
     }
     template <int kTileN>
     __device__ __forceinline__ void store_fused(const DgluSlots& slots, const float (&acc)[kTileN / 2]) const {
@@ -661,7 +661,7 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         e.n_begin = tile.n_begin;
         e.d_map = d_map;
         if constexpr (Cfg::kTmaStoreDglu) {
-            TmaDgluOutput<Cfg::kAlphaLoad, Cfg::kClusterM> out;
+            TmaDgluOutput<Cfg::kAlphaLoad> out;
             out.epilogue.out = e;
             out.epilogue.width = tile.n_width;
             out.epilogue.warpgroup = warpgroup;
@@ -837,7 +837,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
                 // No main loop ran (every row of the warpgroup past a valid-row count: the host
                 // refuses counts with dGLU, but the ring must not stall on one), so the last
                 // tile's slots are still held; this tile's are released unread.
-                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots<Cfg::kClusterM>(held);
+                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
                 held = DgluSlots{};
 #pragma unroll
                 for (int c = 0; c < kDgluSlots; ++c) {
