@@ -112,40 +112,13 @@ __device__ __forceinline__ uint32_t float2_to_bf16_pair(float2 v) {
     return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Lane q of a quad holds words[g] = word q of 8-column group g (a bf16 pair); afterwards
-// words[j] is word j of group q, the group's 16 bytes. Two exchanges of two words each, with the
-// lanes 1 and 2 apart: each swaps the words whose group and lane differ in that bit.
-__device__ __forceinline__ void transpose_quad(uint32_t (&words)[4], int lane) {
-#pragma unroll
-    for (int bit = 1; bit <= 2; bit <<= 1) {
-        const bool high = (lane & bit) != 0;
-        // The two words to give away: those of groups whose `bit` differs from the lane's.
-        const int g0 = bit == 1 ? 0 : 0, g1 = bit == 1 ? 2 : 1;
-        const uint32_t give0 = high ? words[g0] : words[g0 + bit];
-        const uint32_t give1 = high ? words[g1] : words[g1 + bit];
-        const uint32_t got0 = __shfl_xor_sync(0xffffffffu, give0, bit);
-        const uint32_t got1 = __shfl_xor_sync(0xffffffffu, give1, bit);
-        if (high) {
-            words[g0] = got0;
-            words[g1] = got1;
-        } else {
-            words[g0 + bit] = got0;
-            words[g1 + bit] = got1;
-        }
-    }
-}
-
-// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width). Every
-// pre-activation pair of the thread is read from the slots first; each warp then releases both
-// slots, so the producer refills them while d_pre is computed, and d_pre leaves by 16-byte
-// stores of each lane's group (transpose_quad).
+// Steps 2 and 3 for a tile kTileN columns of R wide (bounded at run time by e.width).
 template <int32_t kActivation, int kTileN>
 __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const DgluSlots& slots,
                                                const float (&acc)[kTileN / 2]) {
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;  // R groups of a 32-column block
     constexpr int kBlocks = kTileN / kGluBlockColumns;
     static_assert(kBlocks == kDgluSlots * kDgluSlotAtoms, "a tile's pre-activation fills its slots");
-    static_assert(kGroupsPerBlock == 4, "one group per lane of a quad");
     const EpilogueTile& t = e.out.t;
     const int thread = threadIdx.x % 128;
     const int warp = thread / 32;
@@ -153,77 +126,78 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
     const int row = warp * 16 + lane / 4;  // and row + 8
     const int64_t top = e.out.row_begin + row;
     const int32_t n_end = e.out.n_begin + e.width < t.n ? e.out.n_begin + e.width : t.n;
-    uint32_t gate_bits[kBlocks][kGroupsPerBlock][2], up_bits[kBlocks][kGroupsPerBlock][2];
+    float prob_sum[2] = {0.f, 0.f};
+    uint32_t atoms[kBlocks];
+#pragma unroll
+    for (int block = 0; block < kBlocks; ++block) {
+        atoms[block] = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
+                       (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+    }
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
         const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
         if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
+        // Each slot waited for as its first block comes (a slot past R's end is never waited
+        // for: it holds no bytes, and its phase completed on the producer's arrival).
         if (block % kDgluSlotAtoms == 0) {
             const int c = block / kDgluSlotAtoms;
             ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
         }
-        const uint32_t atom = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
-                              (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+        const uint32_t atom = atoms[block];
+        // The block's loads first, then its arithmetic and stores: the shared-memory accesses
+        // are volatile asm, kept in program order, so each element's loads after the previous
+        // element's stores would leave every element's chain of latencies exposed.
+        uint32_t gate_at[kGroupsPerBlock][2], up_at[kGroupsPerBlock][2];
+        uint32_t gate_bits[kGroupsPerBlock][2], up_bits[kGroupsPerBlock][2];
 #pragma unroll
         for (int g = 0; g < kGroupsPerBlock; ++g) {
+            // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
             const int gate_byte = g * 16 + 4 * (lane % 4);
             const int up_byte = gate_byte + kGluBlockColumns * 2;
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
                 const int r = row + 8 * half;
-                gate_bits[block][g][half] =
-                    ptx::ld_shared_b32(atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15));
-                up_bits[block][g][half] =
-                    ptx::ld_shared_b32(atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15));
+                gate_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
+                up_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
+                gate_bits[g][half] = ptx::ld_shared_b32(gate_at[g][half]);
+                up_bits[g][half] = ptx::ld_shared_b32(up_at[g][half]);
             }
         }
-    }
-    // Every lane's reads of the slots come before its warp's arrivals (a slot past R's end, never
-    // loaded, is released the same way).
-    ptx::warp_sync();
-    if (lane == 0) {
-#pragma unroll
-        for (int c = 0; c < kDgluSlots; ++c) ptx::mbarrier_arrive(slots.empty[c]);
-    }
-    auto* d_pre = static_cast<__nv_bfloat16*>(t.d);
-    const int64_t pitch = 2 * static_cast<int64_t>(t.n);
-    float prob_sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int block = 0; block < kBlocks; ++block) {
-        const int32_t r_col0 = e.out.n_begin + block * kGluBlockColumns;
-        if (r_col0 >= n_end) break;
-        uint32_t d_gate[2][kGroupsPerBlock], d_up[2][kGroupsPerBlock];  // [row half][group]
 #pragma unroll
         for (int g = 0; g < kGroupsPerBlock; ++g) {
             const int j = block * kGroupsPerBlock + g;
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-                const float2 gate = bf16_pair_to_float2(gate_bits[block][g][half]);
-                const float2 up = bf16_pair_to_float2(up_bits[block][g][half]);
+                const float2 gate = bf16_pair_to_float2(gate_bits[g][half]);
+                const float2 up = bf16_pair_to_float2(up_bits[g][half]);
                 const float acc0 = acc[4 * j + 2 * half], acc1 = acc[4 * j + 2 * half + 1];
                 const float alpha_prob = dglu_alpha_prob(t.alpha, half == 0 ? e.out.prob.x : e.out.prob.y);
                 const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
                 const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
                 const float rp0 = __fmul_rn(acc0, alpha_prob), rp1 = __fmul_rn(acc1, alpha_prob);
-                d_gate[half][g] = float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate), __fmul_rn(rp1, d1.d_gate)));
-                d_up[half][g] = float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up), __fmul_rn(rp1, d1.d_up)));
+                ptx::st_shared_b32(gate_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
+                                                                                     __fmul_rn(rp1, d1.d_gate))));
+                ptx::st_shared_b32(up_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
+                                                                                   __fmul_rn(rp1, d1.d_up))));
                 prob_sum[half] = glu_fma(acc0, d0.act, prob_sum[half]);
                 prob_sum[half] = glu_fma(acc1, d1.act, prob_sum[half]);
             }
         }
-        // Lane q stores group q of the gate block and of the up block, 16 bytes each.
-        const int64_t col = 2 * static_cast<int64_t>(r_col0) + 8 * (lane % 4);
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            transpose_quad(d_gate[half], lane);
-            transpose_quad(d_up[half], lane);
-            __nv_bfloat16* at = d_pre + (top + 8 * half) * pitch + col;
-            *reinterpret_cast<uint4*>(at) = make_uint4(d_gate[half][0], d_gate[half][1], d_gate[half][2], d_gate[half][3]);
-            *reinterpret_cast<uint4*>(at + kGluBlockColumns) =
-                make_uint4(d_up[half][0], d_up[half][1], d_up[half][2], d_up[half][3]);
-        }
         const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;
         if (block_ends) store_prob_partials(t, top, r_col0, lane, prob_sum);
+    }
+    ptx::fence_proxy_async_shared();  // this thread's d_pre writes, before the TMA reads them
+    ptx::named_barrier_sync(e.out.barrier, 128);
+    if (thread == 0) {
+        const int count = dglu_pre_atoms(e.out.n_begin, e.width, t.n);
+#pragma unroll
+        for (int a = 0; a < kBlocks; ++a) {  // unrolled: the slots' pointers stay in registers
+            if (a >= count) break;
+            const uint8_t* atom = slots.stage[a / kDgluSlotAtoms] +
+                                  (e.warpgroup * kDgluSlotAtoms + a % kDgluSlotAtoms) * kAtomBytes;
+            ptx::tma_store_2d(e.out.d_map, atom, 2 * e.out.n_begin + a * kAtomColumns, e.out.row_begin);
+        }
+        ptx::tma_store_commit();
     }
 }
 

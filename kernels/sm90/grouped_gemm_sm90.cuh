@@ -832,6 +832,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
             if (finished) {
                 output.template store_fused<Cfg::kTileN>(slots, acc);
+                held = slots;
             } else {
                 // No main loop ran (every row of the warpgroup past a valid-row count: the host
                 // refuses counts with dGLU, but the ring must not stall on one), so the last
