@@ -34,6 +34,7 @@
 #include "kernels/common/shared_storage.cuh"
 #include "kernels/common/split_k.h"
 #include "kernels/common/tile_ring.cuh"
+#include "kernels/sm90/dglu_pingpong_sm90.cuh"
 #include "kernels/sm90/dglu_tma_epilogue_sm90.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "kernels/sm90/operand_layout.h"
@@ -90,6 +91,9 @@ struct Config {
     // d_pre in place and leaves by TMA (dglu_tma_epilogue_sm90.cuh). No output buffer of its own.
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
     static constexpr int kBufferAtoms = kTmaStoreDglu ? 0 : kStoreAtoms;  // per math warpgroup
+    // The math warps that read each stage: both warpgroups (each its 64 rows of the tile), or
+    // in dGLU through TMA the one warpgroup whose tile it is (compute_dglu_tiles).
+    static constexpr int kStageReaderWarps = kTmaStoreDglu ? 4 : kMathWarpgroups * 4;
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
     // fused GLU forward alone (GluEpilogue).
@@ -158,9 +162,9 @@ struct Config {
                                                  : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
                                                        (kStoreColumns <= kTileN || kTmaStoreDglu),
                   "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
-    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == kDgluSlots * kDgluSlotAtoms * kGluBlockColumns &&
-                                     kABytes + kBBytes == kDgluSlotBytes && kMathWarpgroups == kDgluWarpgroups),
-                  "dGLU through TMA: one CTA, whose tile's pre-activation fills kDgluSlots ring slots");
+    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == 128 && kTileM == 2 * kSliceRows &&
+                                     kBatchesInFlight == 1),
+                  "ping-pong dGLU: one CTA, each warpgroup a whole 128 x 128 tile");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
@@ -398,16 +402,6 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             }
             next_stage<Cfg>(stage, phase);
         }
-        if constexpr (Cfg::kTmaStoreDglu) {
-            for (int slot = 0; slot < kDgluSlots; ++slot) {
-                ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-                if (ptx::elect_one_sync()) {
-                    load_pre_slot(reinterpret_cast<uint8_t*>(&s.stages[stage]), &s.full[stage], pre_map, slot,
-                                  tile.n_begin, tile.n_width, args.n, tile.row_begin);
-                }
-                next_stage<Cfg>(stage, phase);
-            }
-        }
     }
 }
 
@@ -569,42 +563,6 @@ struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral,
     }
 };
 
-// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh). `held`: the
-// previous tile's pre-activation slots, whose d_pre this warpgroup's stores may still be reading
-// (none: `held.stage[0]` null); its storing thread releases them once this tile's first wgmma
-// batch is issued.
-template <AlphaLoad kAlphaLoad>
-struct TmaDgluOutput {
-    static constexpr bool kLoadsDuringMainLoop = true;
-    TmaDgluEpilogue epilogue;
-    DgluSlots held;
-    __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
-    __device__ __forceinline__ void after_first_batch() const {
-        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
-    }
-    template <int kTileN>
-    __device__ __forceinline__ void store_fused(const DgluSlots& slots, const float (&acc)[kTileN / 2]) const {
-        TmaDgluEpilogue e = epilogue;
-        e.out = after_main_loop<kAlphaLoad>(e.out);
-        store_dglu_tma_tile<kTileN>(e, slots, acc);
-    }
-};
-
-// The kDgluSlots ring slots from (stage, phase) on: a tile's pre-activation, after its k-blocks.
-template <class Cfg>
-__device__ __forceinline__ DgluSlots dglu_slots(SharedStorage<Cfg>& s, uint32_t stage, uint32_t phase) {
-    DgluSlots slots;
-#pragma unroll
-    for (int c = 0; c < kDgluSlots; ++c) {
-        slots.stage[c] = reinterpret_cast<uint8_t*>(&s.stages[stage]);
-        slots.full[c] = &s.full[stage];
-        slots.empty[c] = &s.empty[stage];
-        slots.parity[c] = phase;
-        next_stage<Cfg>(stage, phase);
-    }
-    return slots;
-}
-
 // How many of a warpgroup's `rows` rows, from row_begin, lie before the tile's valid-row end.
 __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t row_begin, int32_t rows) {
     const int32_t valid = tile.row_end - row_begin;
@@ -660,17 +618,9 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
         e.d_map = d_map;
-        if constexpr (Cfg::kTmaStoreDglu) {
-            TmaDgluOutput<Cfg::kAlphaLoad> out;
-            out.epilogue.out = e;
-            out.epilogue.width = tile.n_width;
-            out.epilogue.warpgroup = warpgroup;
-            return out;
-        } else {
-            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
-            out.epilogue = e;
-            return out;
-        }
+        TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
+        out.epilogue = e;
+        return out;
     }
 }
 
@@ -757,12 +707,8 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         if (fused) return true;  // compute() stores it
     }
-    if constexpr (Cfg::kTmaStoreDglu) {
-        return true;  // compute() stores it
-    } else {
-        output.template store<kWidth>(part, deferred);
-        return true;
-    }
+    output.template store<kWidth>(part, deferred);
+    return true;
 }
 
 // The math warpgroups' i-th tile: waits until the producer has published it in the ring, reads
@@ -784,7 +730,6 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
-    DgluSlots held{};  // dGLU through TMA: the last tile's pre-activation slots, not yet released
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
@@ -793,8 +738,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
-        if constexpr (Cfg::kTmaStoreDglu) output.held = held;
+        const auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -825,26 +769,6 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         }
         if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
-        }
-        if constexpr (Cfg::kTmaStoreDglu) {
-            // The tile's pre-activation follows its k-blocks in the ring.
-            const DgluSlots slots = dglu_slots(s, stage, phase);
-            for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
-            if (finished) {
-                output.template store_fused<Cfg::kTileN>(slots, acc);
-                held = slots;
-            } else {
-                // No main loop ran (every row of the warpgroup past a valid-row count: the host
-                // refuses counts with dGLU, but the ring must not stall on one), so the last
-                // tile's slots are still held; this tile's are released unread.
-                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
-                held = DgluSlots{};
-#pragma unroll
-                for (int c = 0; c < kDgluSlots; ++c) {
-                    ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
-                    release_stage<Cfg>(slots.empty[c], lane);
-                }
-            }
         }
     }
 }
@@ -1134,6 +1058,86 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
     }
 }
 
+// dGLU with a bf16 pre-activation and d_pre (Cfg::kTmaStoreDglu): the math warpgroups take the
+// tiles in turn, each a whole 128 x 128 tile (two m64 wgmmas per k16 slice, 128 accumulators), so
+// that one runs its epilogue while the other's MMAs keep the tensor cores busy: the epilogue
+// (d_gate, d_up and d_prob from R and the saved pre-activation) costs as much as a quarter of a
+// tile's MMAs at K = 2048, which run alone when both warpgroups share every tile. Every stage is
+// read by the warpgroup whose tile it holds (the empty barriers count its four warps); the ring
+// holds the tiles' k-blocks in turn, so each warpgroup passes over the other's. The epilogue
+// reads and writes global memory only (dglu_pingpong_sm90.cuh): while it runs, the other
+// warpgroup's main loop has every stage. Valid-row counts are refused with dGLU (the host's
+// checks): every tile's rows are whole.
+template <class Cfg>
+__device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase, int32_t count) {
+    const uint32_t next = stage + static_cast<uint32_t>(count);
+    phase ^= (next / Cfg::kStages) & 1;
+    stage = next % Cfg::kStages;
+}
+
+// A warpgroup's main loop over its whole tile: each k-block as two m64 wgmma batches, one per
+// 64-row half of A, on acc[0 .. kTileN / 2) and acc[kTileN / 2 .. kTileN). A piece of the last
+// round computes the tile's full width too (its epilogue reads only its columns).
+template <class Cfg>
+__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
+                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase) {
+    auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
+    auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
+    uint32_t previous_stage = 0;
+    for (int32_t kb = 0; kb < k_blocks; ++kb) {
+        ptx::mbarrier_wait(&s.full[stage], phase);
+        fence_operands(acc);
+        ptx::wgmma_fence();
+        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 0, top, 0, kb > 0);
+        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 1, bottom, 0, kb > 0);
+        ptx::wgmma_commit();
+        fence_operands(acc);
+        if (kb > 0) {
+            ptx::wgmma_wait<1>();
+            release_stage<Cfg>(&s.empty[previous_stage], lane);
+        }
+        previous_stage = stage;
+        next_stage<Cfg>(stage, phase);
+    }
+    ptx::wgmma_wait<0>();
+    release_stage<Cfg>(&s.empty[previous_stage], lane);
+    fence_operands(acc);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
+    const int lane = threadIdx.x % 32;
+    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
+    // Zeroed once: the epilogue reads the whole array, past a piece's columns too (never stored).
+    float acc[Cfg::kTileN] = {};
+    uint32_t stage = 0, phase = 0;
+    uint32_t taken = 0;  // tiles with columns (a piece wholly past N has no stages)
+    for (uint32_t i = 0;; ++i) {
+        const TileCoord tile = take_tile(s, i, lane);
+        if (tile.expert < 0) return;
+        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
+        if (static_cast<int>(taken++ % Cfg::kMathWarpgroups) != warpgroup) {
+            advance_stages<Cfg>(stage, phase, k_blocks);  // the other warpgroup's tile
+            continue;
+        }
+        // The epilogue's fields, read before the main loop so that their latency hides behind it.
+        DgluRowsEpilogue e;
+        e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t prob_row = tile.row_begin + h * kSliceRows + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+            e.prob[h] = make_float2(prob_of(args.prob, prob_row), prob_of(args.prob, prob_row + 8));
+        }
+        e.row_begin = tile.row_begin;
+        e.n_begin = tile.n_begin;
+        e.width = tile.n_width;
+        prefetch_dglu_tile<Cfg::kTileN>(e);
+        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase);
+        e = after_main_loop<Cfg::kAlphaLoad>(e);
+        store_dglu_pingpong_tile<Cfg::kTileN>(e, acc);
+    }
+}
+
 // The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
 // most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
@@ -1151,7 +1155,9 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         }
         return;
     }
-    if constexpr (!Cfg::kTmaStoreDglu) {
+    if constexpr (Cfg::kTmaStoreDglu) {
+        compute_dglu_tiles<Cfg>(s, args, warpgroup);
+    } else {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
                 compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
@@ -1160,8 +1166,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
             return;
         }
+        if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
     }
-    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
@@ -1210,7 +1216,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     if (thread == 0) {
         for (int i = 0; i < Cfg::kStages; ++i) {
             ptx::mbarrier_init(&s.full[i], 1);
-            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps * Cfg::kClusterM);
+            ptx::mbarrier_init(&s.empty[i], Cfg::kStageReaderWarps * Cfg::kClusterM);
         }
         for (int i = 0; i < Cfg::kTileRing; ++i) {
             ptx::mbarrier_init(&s.tile_full[i], 1);
