@@ -231,6 +231,16 @@ struct OutputStorage<Cfg, Output::kTmaStore, false> {
 template <class Cfg>
 struct OutputStorage<Cfg, Output::kTmaStore, true> {};
 
+// dGLU's ping-pong (compute_dglu_tiles): turn[w] completes when the warpgroup before w in the
+// tile order has passed every full-barrier wait of its tile's main loop (one arrival per warp).
+// Other kernels have none.
+template <bool kPingPong>
+struct TurnBarriers {
+    uint64_t turn[2];
+};
+template <>
+struct TurnBarriers<false> {};
+
 template <class Cfg>
 struct SharedStorage {
     // Each operand tile starts on a 1024-byte boundary: the 128-byte swizzle pattern repeats every
@@ -251,6 +261,7 @@ struct SharedStorage {
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
     uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
+    TurnBarriers<Cfg::kTmaStoreDglu> turns;     // dGLU's ping-pong (compute_dglu_tiles)
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
@@ -1064,7 +1075,9 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 // (d_gate, d_up and d_prob from R and the saved pre-activation) costs as much as a quarter of a
 // tile's MMAs at K = 2048, which run alone when both warpgroups share every tile. Every stage is
 // read by the warpgroup whose tile it holds (the empty barriers count its four warps); the ring
-// holds the tiles' k-blocks in turn, so each warpgroup passes over the other's. The epilogue
+// holds the tiles' k-blocks in turn, so each warpgroup passes over the other's, and starts
+// waiting on its own only after the other has passed its waits of the tile before (the turn
+// barriers). The epilogue
 // reads and writes global memory only (dglu_pingpong_sm90.cuh): while it runs, the other
 // warpgroup's main loop has every stage. Valid-row counts are refused with dGLU (the host's
 // checks): every tile's rows are whole.
@@ -1080,7 +1093,8 @@ __device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase,
 // round computes the tile's full width too (its epilogue reads only its columns).
 template <class Cfg>
 __device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
-                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase) {
+                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase,
+                                               uint64_t* next_turn) {
     auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
     auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
     uint32_t previous_stage = 0;
@@ -1099,6 +1113,9 @@ __device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_
         previous_stage = stage;
         next_stage<Cfg>(stage, phase);
     }
+    // Every wait of this tile is passed (the wgmmas above are warp-aligned: each warp's lanes
+    // too): the next tile's owner may wait on its stages.
+    if (lane == 0) ptx::mbarrier_arrive(next_turn);
     ptx::wgmma_wait<0>();
     release_stage<Cfg>(&s.empty[previous_stage], lane);
     fence_operands(acc);
@@ -1106,19 +1123,29 @@ __device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_
 
 template <class Cfg>
 __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
+    static_assert(Cfg::kMathWarpgroups == 2, "two warpgroups take the tiles in turn");
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
     // Zeroed once: the epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN] = {};
     uint32_t stage = 0, phase = 0;
     uint32_t taken = 0;  // tiles with columns (a piece wholly past N has no stages)
+    uint32_t turns = 0;  // this warpgroup's waits on its turn barrier
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
         if (tile.expert < 0) return;
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        if (static_cast<int>(taken++ % Cfg::kMathWarpgroups) != warpgroup) {
+        const uint32_t order = taken++;
+        if (static_cast<int>(order % Cfg::kMathWarpgroups) != warpgroup) {
             advance_stages<Cfg>(stage, phase, k_blocks);  // the other warpgroup's tile
             continue;
+        }
+        // A full barrier's parity tells apart only two fills: a warpgroup that passed over the
+        // other's k-blocks could take the fill before its own, still in flight, for its own. So
+        // its waits begin only once the previous tile's owner has passed all of that tile's.
+        if (order > 0) {
+            ptx::mbarrier_wait(&s.turns.turn[warpgroup], turns & 1);
+            ++turns;
         }
         // The epilogue's fields, read before the main loop so that their latency hides behind it.
         DgluRowsEpilogue e;
@@ -1132,7 +1159,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         e.n_begin = tile.n_begin;
         e.width = tile.n_width;
         prefetch_dglu_tile<Cfg::kTileN>(e);
-        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase);
+        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.turns.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
         store_dglu_pingpong_tile<Cfg::kTileN>(e, acc);
     }
@@ -1221,6 +1248,9 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         for (int i = 0; i < Cfg::kTileRing; ++i) {
             ptx::mbarrier_init(&s.tile_full[i], 1);
             ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
+        }
+        if constexpr (Cfg::kTmaStoreDglu) {
+            for (int i = 0; i < Cfg::kMathWarpgroups; ++i) ptx::mbarrier_init(&s.turns.turn[i], 4);
         }
         s.status = 0;
         ptx::fence_mbarrier_init();
