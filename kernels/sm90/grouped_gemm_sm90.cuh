@@ -90,7 +90,8 @@ struct Config {
     // saved pre-activation comes in by TMA into ring slots after the tile's k-blocks, becomes
     // d_pre in place and leaves by TMA (dglu_tma_epilogue_sm90.cuh). No output buffer of its own.
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
-    static constexpr int kBufferAtoms = kTmaStoreDglu ? 0 : kStoreAtoms;  // per math warpgroup
+    // Per math warpgroup; dGLU's: two pre-activation atoms, loaded and stored by TMA in turn.
+    static constexpr int kBufferAtoms = kTmaStoreDglu ? kDgluBufferAtoms : kStoreAtoms;
     // The math warps that read each stage: both warpgroups (each its 64 rows of the tile), or
     // in dGLU through TMA the one warpgroup whose tile it is (compute_dglu_tiles).
     static constexpr int kStageReaderWarps = kTmaStoreDglu ? 4 : kMathWarpgroups * 4;
@@ -229,7 +230,9 @@ struct OutputStorage<Cfg, Output::kTmaStore, false> {
     alignas(1024) uint8_t d_tile[Cfg::kMathWarpgroups][Cfg::kBufferAtoms * kAtomBytes];
 };
 template <class Cfg>
-struct OutputStorage<Cfg, Output::kTmaStore, true> {};
+struct OutputStorage<Cfg, Output::kTmaStore, true> {
+    alignas(1024) uint8_t pre[Cfg::kMathWarpgroups][kDgluBufferAtoms][kAtomBytes];
+};
 
 // dGLU's ping-pong (compute_dglu_tiles): turn[w] completes when the warpgroup before w in the
 // tile order has passed every full-barrier wait of its tile's main loop (one arrival per warp).
@@ -255,6 +258,7 @@ struct SharedStorage {
     uint64_t empty[Cfg::kStages];   // every math warp of the cluster is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
+    uint64_t pre_full[Cfg::kMathWarpgroups][kDgluBufferAtoms];  // dGLU: an atom buffer's TMA load landed
     TileCoord tiles[Cfg::kTileRing];
     // padded_offsets, then the valid-row counts when they are given and both fit (else the
     // scheduler reads the counts from global memory, once per expert it visits).
@@ -1077,9 +1081,9 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 // read by the warpgroup whose tile it holds (the empty barriers count its four warps); the ring
 // holds the tiles' k-blocks in turn, so each warpgroup passes over the other's, and starts
 // waiting on its own only after the other has passed its waits of the tile before (the turn
-// barriers). The epilogue
-// reads and writes global memory only (dglu_pingpong_sm90.cuh): while it runs, the other
-// warpgroup's main loop has every stage. Valid-row counts are refused with dGLU (the host's
+// barriers). The epilogue stages the pre-activation through two atom buffers of its own
+// (dglu_pingpong_sm90.cuh): while it runs, the other warpgroup's main loop has every stage.
+// Valid-row counts are refused with dGLU (the host's
 // checks): every tile's rows are whole.
 template <class Cfg>
 __device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase, int32_t count) {
@@ -1122,7 +1126,9 @@ __device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_
 }
 
 template <class Cfg>
-__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args, int warpgroup) {
+__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
+                                                   const CUtensorMap* d_map, const CUtensorMap* pre_map,
+                                                   int warpgroup) {
     static_assert(Cfg::kMathWarpgroups == 2, "two warpgroups take the tiles in turn");
     const int lane = threadIdx.x % 32;
     const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
@@ -1131,9 +1137,22 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
     uint32_t stage = 0, phase = 0;
     uint32_t taken = 0;  // tiles with columns (a piece wholly past N has no stages)
     uint32_t turns = 0;  // this warpgroup's waits on its turn barrier
+    DgluBuffers buf;
+#pragma unroll
+    for (int b = 0; b < kDgluBufferAtoms; ++b) {
+        buf.atom[b] = s.output.pre[warpgroup][b];
+        buf.full[b] = &s.pre_full[warpgroup][b];
+        buf.parity[b] = 0;
+    }
+    buf.pre_map = pre_map;
+    buf.d_map = d_map;
+    buf.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
-        if (tile.expert < 0) return;
+        if (tile.expert < 0) {
+            if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();  // the buffers are read before the CTA exits
+            return;
+        }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
         const uint32_t order = taken++;
         if (static_cast<int>(order % Cfg::kMathWarpgroups) != warpgroup) {
@@ -1161,7 +1180,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         prefetch_dglu_tile<Cfg::kTileN>(e);
         dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.turns.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
-        store_dglu_pingpong_tile<Cfg::kTileN>(e, acc);
+        store_dglu_pingpong_tile<Cfg::kTileN>(e, buf, acc);
     }
 }
 
@@ -1173,7 +1192,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
 // (dGLU's kernels through TMA serve dGLU only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                        int warpgroup) {
+                                        const CUtensorMap* pre_map, int warpgroup) {
     if constexpr (Cfg::kGluOnly) {
         if (args.activation == kActivationSwiglu) {
             compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
@@ -1183,7 +1202,7 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         return;
     }
     if constexpr (Cfg::kTmaStoreDglu) {
-        compute_dglu_tiles<Cfg>(s, args, warpgroup);
+        compute_dglu_tiles<Cfg>(s, args, d_map, pre_map, warpgroup);
     } else {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
@@ -1250,7 +1269,10 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
             ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
         }
         if constexpr (Cfg::kTmaStoreDglu) {
-            for (int i = 0; i < Cfg::kMathWarpgroups; ++i) ptx::mbarrier_init(&s.turns.turn[i], 4);
+            for (int w = 0; w < Cfg::kMathWarpgroups; ++w) {
+                ptx::mbarrier_init(&s.turns.turn[w], 4);
+                for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.pre_full[w][b], 1);
+            }
         }
         s.status = 0;
         ptx::fence_mbarrier_init();
@@ -1297,7 +1319,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
-        compute<Cfg>(s, args, d_map, warpgroup - 1);
+        compute<Cfg>(s, args, d_map, pre_map, warpgroup - 1);
     }
     // Stay until the other CTA is done too: its math warps arrive on this CTA's empty barriers
     // until their last k-block. (Its loads into this CTA have all landed: this CTA's math warps
