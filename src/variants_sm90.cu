@@ -176,8 +176,8 @@ using Tile192WholeCluster = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, k
 using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kNMajor, 2>;
 // dGLU through TMA: 128 columns of R; their 256 pre-activation columns pass through two of the
 // seven stages after each tile's k-blocks (32 KB a stage, as a k-block's operands).
-using Tile128Dglu = sm90::Config<128, 7, sm90::Output::kTmaStore, 256>;
-using Tile128DgluNMajor = sm90::Config<128, 7, sm90::Output::kTmaStore, 256, kNMajor>;
+using Tile128Dglu = sm90::Config<128, 6, sm90::Output::kTmaStore, 256>;
+using Tile128DgluNMajor = sm90::Config<128, 6, sm90::Output::kTmaStore, 256, kNMajor>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -200,8 +200,8 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256WholeCluster>("sm90_tmastore_whole_128x256x64_s3_c2"),
     sm90_variant<Tile192WholeCluster>("sm90_tmastore_whole_128x192x64_s4_c2"),
     sm90_variant<Tile256HalvesNMajorCluster>("sm90_tmastore_halves_128x256x64_s4_nmajor_c2"),
-    sm90_variant<Tile128Dglu>("sm90_tmastore_dglu_128x128x64_s7"),
-    sm90_variant<Tile128DgluNMajor>("sm90_tmastore_dglu_128x128x64_s7_nmajor"),
+    sm90_variant<Tile128Dglu>("sm90_tmastore_dglu_128x128x64_s6"),
+    sm90_variant<Tile128DgluNMajor>("sm90_tmastore_dglu_128x128x64_s6_nmajor"),
 };
 
 }  // namespace

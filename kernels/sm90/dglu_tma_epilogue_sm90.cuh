@@ -20,8 +20,8 @@
 // atoms: the 128-wide tile's 256 pre-activation columns fill two. A buffer of its own, the
 // pre-activation took two of the seven stages' room for the whole main loop; waiting on the five
 // left, the math warps spent a third of their time for operands (docs/PERFORMANCE.md).
-// The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh), so
-// both output designs give the same bits.
+// The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh,
+// dglu_pair), so both output designs give the same bits.
 //
 // Bank conflicts: a warp's 32 lanes read one 16-byte chunk of eight rows (rows r .. r + 7 of the
 // accumulator layout, four lanes per row): the swizzle puts the eight rows' chunks in eight
@@ -127,11 +127,21 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
     const int64_t top = e.out.row_begin + row;
     const int32_t n_end = e.out.n_begin + e.width < t.n ? e.out.n_begin + e.width : t.n;
     float prob_sum[2] = {0.f, 0.f};
-    uint32_t atoms[kBlocks];
+    // The thread's gate and up pairs of group g lie at the same offsets in every atom, and those
+    // of row + 8 (the same swizzle: it depends on the row modulo 8) eight rows further on. So each
+    // slot needs one address per group for gate and one for up; the atoms within a slot and the
+    // second row are constant steps from them, which the shared-memory accesses take as offsets.
+    uint32_t gate_at[kDgluSlots][kGroupsPerBlock], up_at[kDgluSlots][kGroupsPerBlock];
 #pragma unroll
-    for (int block = 0; block < kBlocks; ++block) {
-        atoms[block] = ptx::smem_addr(slots.stage[block / kDgluSlotAtoms]) +
-                       (e.warpgroup * kDgluSlotAtoms + block % kDgluSlotAtoms) * kAtomBytes;
+    for (int c = 0; c < kDgluSlots; ++c) {
+        const uint32_t slot = ptx::smem_addr(slots.stage[c]) + e.warpgroup * kDgluSlotAtoms * kAtomBytes;
+#pragma unroll
+        for (int g = 0; g < kGroupsPerBlock; ++g) {
+            // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
+            const int gate_byte = g * 16 + 4 * (lane % 4);
+            gate_at[c][g] = slot + slice_offset(row, gate_byte);
+            up_at[c][g] = slot + slice_offset(row, gate_byte + kGluBlockColumns * 2);
+        }
     }
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
@@ -139,28 +149,20 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
         if (r_col0 >= n_end) break;  // R's tail (N is a multiple of 32: blocks are whole), or a piece's end
         // Each slot waited for as its first block comes (a slot past R's end is never waited
         // for: it holds no bytes, and its phase completed on the producer's arrival).
-        if (block % kDgluSlotAtoms == 0) {
-            const int c = block / kDgluSlotAtoms;
-            ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
-        }
-        const uint32_t atom = atoms[block];
+        const int c = block / kDgluSlotAtoms;
+        if (block % kDgluSlotAtoms == 0) ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
         // The block's loads first, then its arithmetic and stores: the shared-memory accesses
         // are volatile asm, kept in program order, so each element's loads after the previous
         // element's stores would leave every element's chain of latencies exposed.
-        uint32_t gate_at[kGroupsPerBlock][2], up_at[kGroupsPerBlock][2];
+        const uint32_t step = (block % kDgluSlotAtoms) * kAtomBytes;
         uint32_t gate_bits[kGroupsPerBlock][2], up_bits[kGroupsPerBlock][2];
 #pragma unroll
         for (int g = 0; g < kGroupsPerBlock; ++g) {
-            // Gate column 8g + 2(l % 4) of the block: chunk g of the atom's row; up: chunk g + 4.
-            const int gate_byte = g * 16 + 4 * (lane % 4);
-            const int up_byte = gate_byte + kGluBlockColumns * 2;
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-                const int r = row + 8 * half;
-                gate_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, gate_byte) + (gate_byte & 15);
-                up_at[g][half] = atom + r * kSliceRowBytes + swizzled_chunk(r, up_byte) + (up_byte & 15);
-                gate_bits[g][half] = ptx::ld_shared_b32(gate_at[g][half]);
-                up_bits[g][half] = ptx::ld_shared_b32(up_at[g][half]);
+                const uint32_t at = step + half * 8 * kSliceRowBytes;
+                gate_bits[g][half] = ptx::ld_shared_b32(gate_at[c][g] + at);
+                up_bits[g][half] = ptx::ld_shared_b32(up_at[c][g] + at);
             }
         }
 #pragma unroll
@@ -168,19 +170,13 @@ __device__ __forceinline__ void store_dglu_tma(const TmaDgluEpilogue& e, const D
             const int j = block * kGroupsPerBlock + g;
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-                const float2 gate = bf16_pair_to_float2(gate_bits[g][half]);
-                const float2 up = bf16_pair_to_float2(up_bits[g][half]);
-                const float acc0 = acc[4 * j + 2 * half], acc1 = acc[4 * j + 2 * half + 1];
-                const float alpha_prob = dglu_alpha_prob(t.alpha, half == 0 ? e.out.prob.x : e.out.prob.y);
-                const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
-                const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
-                const float rp0 = __fmul_rn(acc0, alpha_prob), rp1 = __fmul_rn(acc1, alpha_prob);
-                ptx::st_shared_b32(gate_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_gate),
-                                                                                     __fmul_rn(rp1, d1.d_gate))));
-                ptx::st_shared_b32(up_at[g][half], float2_to_bf16_pair(make_float2(__fmul_rn(rp0, d0.d_up),
-                                                                                   __fmul_rn(rp1, d1.d_up))));
-                prob_sum[half] = glu_fma(acc0, d0.act, prob_sum[half]);
-                prob_sum[half] = glu_fma(acc1, d1.act, prob_sum[half]);
+                const DgluPair d = dglu_pair<kActivation>(
+                    t, half == 0 ? e.out.prob.x : e.out.prob.y, acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1],
+                    bf16_pair_to_float2(gate_bits[g][half]), bf16_pair_to_float2(up_bits[g][half]), true,
+                    prob_sum[half]);
+                const uint32_t at = step + half * 8 * kSliceRowBytes;
+                ptx::st_shared_b32(gate_at[c][g] + at, float2_to_bf16_pair(d.d_gate));
+                ptx::st_shared_b32(up_at[c][g] + at, float2_to_bf16_pair(d.d_up));
             }
         }
         const bool block_ends = block % 2 == 1 || r_col0 + kGluBlockColumns >= n_end;

@@ -348,6 +348,30 @@ __device__ __forceinline__ void prefetch_pre_block(const EpilogueTile& t, int64_
     if (t.glu_pre_dtype == kFP32) ptx::prefetch_global_l1(first + 128);
 }
 
+// dGLU of one fragment pair (two columns of one row): d_pre's gate and up values, from the
+// accumulators, the row's prob and the saved gate and up pairs; with `sum`, the pair's terms of
+// d_prob are added to prob_sum (acc * act, one fma each, in column order). Both output designs
+// take it from here, so they give the same bits.
+struct DgluPair {
+    float2 d_gate;
+    float2 d_up;
+};
+
+template <int32_t kActivation>
+__device__ __forceinline__ DgluPair dglu_pair(const EpilogueTile& t, float prob, float acc0, float acc1, float2 gate,
+                                              float2 up, bool sum, float& prob_sum) {
+    const float alpha_prob = dglu_alpha_prob(t.alpha, prob);
+    const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, t.glu);
+    const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, t.glu);
+    const float rp0 = __fmul_rn(acc0, alpha_prob), rp1 = __fmul_rn(acc1, alpha_prob);
+    if (sum) {
+        prob_sum = glu_fma(acc0, d0.act, prob_sum);
+        prob_sum = glu_fma(acc1, d1.act, prob_sum);
+    }
+    return {make_float2(__fmul_rn(rp0, d0.d_gate), __fmul_rn(rp1, d1.d_gate)),
+            make_float2(__fmul_rn(rp0, d0.d_up), __fmul_rn(rp1, d1.d_up))};
+}
+
 // dGLU's partial sums of d_prob for R's 64-column block at column r_col0: the thread's sums of
 // acc * act of rows top and top + 8 (prob_sum, reset here) are added over the four lanes of each
 // row in a fixed butterfly (every lane gets the same bits), scaled by alpha, and lane 0 of the
@@ -419,19 +443,11 @@ __device__ __forceinline__ void store_dglu_output(const FragmentEpilogue& e, con
                 load_pre_group(e.t.glu_pre, e.t.glu_pre_dtype, at, pre);
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
-                    const float2 gate = pre[half][0];
-                    const float2 up = pre[half][1];
-                    const float acc0 = acc[4 * j + 2 * half], acc1 = acc[4 * j + 2 * half + 1];
-                    const float alpha_prob = dglu_alpha_prob(e.t.alpha, half == 0 ? e.prob.x : e.prob.y);
-                    const GluGrad d0 = glu_grad<kActivation>(gate.x, up.x, e.t.glu);
-                    const GluGrad d1 = glu_grad<kActivation>(gate.y, up.y, e.t.glu);
-                    const float rp0 = __fmul_rn(acc0, alpha_prob), rp1 = __fmul_rn(acc1, alpha_prob);
-                    out[half][0] = make_float2(__fmul_rn(rp0, d0.d_gate), __fmul_rn(rp1, d1.d_gate));
-                    out[half][1] = make_float2(__fmul_rn(rp0, d0.d_up), __fmul_rn(rp1, d1.d_up));
-                    if (part == 0) {
-                        prob_sum[half] = glu_fma(acc0, d0.act, prob_sum[half]);
-                        prob_sum[half] = glu_fma(acc1, d1.act, prob_sum[half]);
-                    }
+                    const DgluPair d = dglu_pair<kActivation>(e.t, half == 0 ? e.prob.x : e.prob.y,
+                                                              acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1],
+                                                              pre[half][0], pre[half][1], part == 0, prob_sum[half]);
+                    out[half][0] = d.d_gate;
+                    out[half][1] = d.d_up;
                 }
 #pragma unroll
                 for (int which = 0; which < 2; ++which) {  // gate, up

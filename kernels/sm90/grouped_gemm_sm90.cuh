@@ -34,6 +34,7 @@
 #include "kernels/common/shared_storage.cuh"
 #include "kernels/common/split_k.h"
 #include "kernels/common/tile_ring.cuh"
+#include "kernels/sm90/dglu_pingpong_sm90.cuh"
 #include "kernels/sm90/dglu_tma_epilogue_sm90.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "kernels/sm90/operand_layout.h"
@@ -89,7 +90,11 @@ struct Config {
     // saved pre-activation comes in by TMA into ring slots after the tile's k-blocks, becomes
     // d_pre in place and leaves by TMA (dglu_tma_epilogue_sm90.cuh). No output buffer of its own.
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
-    static constexpr int kBufferAtoms = kTmaStoreDglu ? 0 : kStoreAtoms;  // per math warpgroup
+    // Per math warpgroup; dGLU's: two pre-activation atoms, loaded and stored by TMA in turn.
+    static constexpr int kBufferAtoms = kTmaStoreDglu ? kDgluBufferAtoms : kStoreAtoms;
+    // The math warps that read each stage: both warpgroups (each its 64 rows of the tile), or
+    // in dGLU through TMA the one warpgroup whose tile it is (compute_dglu_tiles).
+    static constexpr int kStageReaderWarps = kTmaStoreDglu ? 4 : kMathWarpgroups * 4;
     static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
     // fused GLU forward alone (GluEpilogue).
@@ -158,9 +163,9 @@ struct Config {
                                                  : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
                                                        (kStoreColumns <= kTileN || kTmaStoreDglu),
                   "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
-    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == kDgluSlots * kDgluSlotAtoms * kGluBlockColumns &&
-                                     kABytes + kBBytes == kDgluSlotBytes && kMathWarpgroups == kDgluWarpgroups),
-                  "dGLU through TMA: one CTA, whose tile's pre-activation fills kDgluSlots ring slots");
+    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == 128 && kTileM == 2 * kSliceRows &&
+                                     kBatchesInFlight == 1),
+                  "ping-pong dGLU: one CTA, each warpgroup a whole 128 x 128 tile");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
@@ -225,7 +230,19 @@ struct OutputStorage<Cfg, Output::kTmaStore, false> {
     alignas(1024) uint8_t d_tile[Cfg::kMathWarpgroups][Cfg::kBufferAtoms * kAtomBytes];
 };
 template <class Cfg>
-struct OutputStorage<Cfg, Output::kTmaStore, true> {};
+struct OutputStorage<Cfg, Output::kTmaStore, true> {
+    alignas(1024) uint8_t pre[Cfg::kMathWarpgroups][kDgluBufferAtoms][kAtomBytes];
+};
+
+// dGLU's ping-pong (compute_dglu_tiles): turn[w] completes when the warpgroup before w in the
+// tile order has passed every full-barrier wait of its tile's main loop (one arrival per warp).
+// Other kernels have none.
+template <bool kPingPong>
+struct TurnBarriers {
+    uint64_t turn[2];
+};
+template <>
+struct TurnBarriers<false> {};
 
 template <class Cfg>
 struct SharedStorage {
@@ -241,12 +258,14 @@ struct SharedStorage {
     uint64_t empty[Cfg::kStages];   // every math warp of the cluster is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
+    uint64_t pre_full[Cfg::kMathWarpgroups][kDgluBufferAtoms];  // dGLU: an atom buffer's TMA load landed
     TileCoord tiles[Cfg::kTileRing];
     // padded_offsets, then the valid-row counts when they are given and both fit (else the
     // scheduler reads the counts from global memory, once per expert it visits).
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
     uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
+    TurnBarriers<Cfg::kTmaStoreDglu> turns;     // dGLU's ping-pong (compute_dglu_tiles)
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
@@ -397,16 +416,6 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
                 load_b<Cfg>(st.b, b_map, expert_map, &s.full[stage], discrete, k, tile, rank);
             }
             next_stage<Cfg>(stage, phase);
-        }
-        if constexpr (Cfg::kTmaStoreDglu) {
-            for (int slot = 0; slot < kDgluSlots; ++slot) {
-                ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-                if (ptx::elect_one_sync()) {
-                    load_pre_slot(reinterpret_cast<uint8_t*>(&s.stages[stage]), &s.full[stage], pre_map, slot,
-                                  tile.n_begin, tile.n_width, args.n, tile.row_begin);
-                }
-                next_stage<Cfg>(stage, phase);
-            }
         }
     }
 }
@@ -569,42 +578,6 @@ struct GluTmaStoreOutput : TmaStoreOutput<kStoreAtoms, true, TileLoop::kGeneral,
     }
 };
 
-// One warpgroup's dGLU of a tile through TMA (dglu_tma_epilogue_sm90.cuh). `held`: the
-// previous tile's pre-activation slots, whose d_pre this warpgroup's stores may still be reading
-// (none: `held.stage[0]` null); its storing thread releases them once this tile's first wgmma
-// batch is issued.
-template <AlphaLoad kAlphaLoad>
-struct TmaDgluOutput {
-    static constexpr bool kLoadsDuringMainLoop = true;
-    TmaDgluEpilogue epilogue;
-    DgluSlots held;
-    __device__ __forceinline__ int32_t rows() const { return epilogue.out.rows; }
-    __device__ __forceinline__ void after_first_batch() const {
-        if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
-    }
-    template <int kTileN>
-    __device__ __forceinline__ void store_fused(const DgluSlots& slots, const float (&acc)[kTileN / 2]) const {
-        TmaDgluEpilogue e = epilogue;
-        e.out = after_main_loop<kAlphaLoad>(e.out);
-        store_dglu_tma_tile<kTileN>(e, slots, acc);
-    }
-};
-
-// The kDgluSlots ring slots from (stage, phase) on: a tile's pre-activation, after its k-blocks.
-template <class Cfg>
-__device__ __forceinline__ DgluSlots dglu_slots(SharedStorage<Cfg>& s, uint32_t stage, uint32_t phase) {
-    DgluSlots slots;
-#pragma unroll
-    for (int c = 0; c < kDgluSlots; ++c) {
-        slots.stage[c] = reinterpret_cast<uint8_t*>(&s.stages[stage]);
-        slots.full[c] = &s.full[stage];
-        slots.empty[c] = &s.empty[stage];
-        slots.parity[c] = phase;
-        next_stage<Cfg>(stage, phase);
-    }
-    return slots;
-}
-
 // How many of a warpgroup's `rows` rows, from row_begin, lie before the tile's valid-row end.
 __device__ __forceinline__ int32_t valid_rows_of(const TileCoord& tile, int32_t row_begin, int32_t rows) {
     const int32_t valid = tile.row_end - row_begin;
@@ -660,17 +633,9 @@ __device__ __forceinline__ auto make_output(SharedStorage<Cfg>& s, const KernelA
         e.rows = valid_rows_of(tile, row_begin, Cfg::kRowsPerWarpgroup);
         e.n_begin = tile.n_begin;
         e.d_map = d_map;
-        if constexpr (Cfg::kTmaStoreDglu) {
-            TmaDgluOutput<Cfg::kAlphaLoad> out;
-            out.epilogue.out = e;
-            out.epilogue.width = tile.n_width;
-            out.epilogue.warpgroup = warpgroup;
-            return out;
-        } else {
-            TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
-            out.epilogue = e;
-            return out;
-        }
+        TmaStoreOutput<Cfg::kStoreAtoms, Cfg::kTmaStoreGlu, kLoop, Cfg::kAlphaLoad> out;
+        out.epilogue = e;
+        return out;
     }
 }
 
@@ -757,12 +722,8 @@ __device__ __forceinline__ bool run_tile(SharedStorage<Cfg>& s, const Out& outpu
     if constexpr (Cfg::kOutput == Output::kWarpStores) {
         if (fused) return true;  // compute() stores it
     }
-    if constexpr (Cfg::kTmaStoreDglu) {
-        return true;  // compute() stores it
-    } else {
-        output.template store<kWidth>(part, deferred);
-        return true;
-    }
+    output.template store<kWidth>(part, deferred);
+    return true;
 }
 
 // The math warpgroups' i-th tile: waits until the producer has published it in the ring, reads
@@ -784,7 +745,6 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     // Zeroed once: a fused epilogue reads the whole array, past a piece's columns too (never stored).
     float acc[Cfg::kTileN / 2] = {};
     uint32_t stage = 0, phase = 0;
-    DgluSlots held{};  // dGLU through TMA: the last tile's pre-activation slots, not yet released
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
@@ -793,8 +753,7 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
             return;
         }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
-        auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
-        if constexpr (Cfg::kTmaStoreDglu) output.held = held;
+        const auto output = make_output<Cfg, kLoop>(s, args, d_map, tile, warpgroup, lane);
         // A split of K runs its own k-blocks (split_k.h; split plans cut no pieces).
         int32_t tile_k_blocks = k_blocks;
         if constexpr (Cfg::kSplitK) {
@@ -825,26 +784,6 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
         }
         if constexpr (Cfg::kFusedGlu && kLoop == TileLoop::kGeneral) {
             if (fused && finished) output.template store_fused<Cfg::kTileN>(acc, tile.n_width);
-        }
-        if constexpr (Cfg::kTmaStoreDglu) {
-            // The tile's pre-activation follows its k-blocks in the ring.
-            const DgluSlots slots = dglu_slots(s, stage, phase);
-            for (int c = 0; c < kDgluSlots; ++c) next_stage<Cfg>(stage, phase);
-            if (finished) {
-                output.template store_fused<Cfg::kTileN>(slots, acc);
-                held = slots;
-            } else {
-                // No main loop ran (every row of the warpgroup past a valid-row count: the host
-                // refuses counts with dGLU, but the ring must not stall on one), so the last
-                // tile's slots are still held; this tile's are released unread.
-                if (threadIdx.x % 128 == 0 && held.stage[0] != nullptr) release_pre_slots(held);
-                held = DgluSlots{};
-#pragma unroll
-                for (int c = 0; c < kDgluSlots; ++c) {
-                    ptx::mbarrier_wait(slots.full[c], slots.parity[c]);
-                    release_stage<Cfg>(slots.empty[c], lane);
-                }
-            }
         }
     }
 }
@@ -1134,6 +1073,117 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
     }
 }
 
+// dGLU with a bf16 pre-activation and d_pre (Cfg::kTmaStoreDglu): the math warpgroups take the
+// tiles in turn, each a whole 128 x 128 tile (two m64 wgmmas per k16 slice, 128 accumulators), so
+// that one runs its epilogue while the other's MMAs keep the tensor cores busy: the epilogue
+// (d_gate, d_up and d_prob from R and the saved pre-activation) costs as much as a quarter of a
+// tile's MMAs at K = 2048, which run alone when both warpgroups share every tile. Every stage is
+// read by the warpgroup whose tile it holds (the empty barriers count its four warps); the ring
+// holds the tiles' k-blocks in turn, so each warpgroup passes over the other's, and starts
+// waiting on its own only after the other has passed its waits of the tile before (the turn
+// barriers). The epilogue stages the pre-activation through two atom buffers of its own
+// (dglu_pingpong_sm90.cuh): while it runs, the other warpgroup's main loop has every stage.
+// Valid-row counts are refused with dGLU (the host's
+// checks): every tile's rows are whole.
+template <class Cfg>
+__device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase, int32_t count) {
+    const uint32_t next = stage + static_cast<uint32_t>(count);
+    phase ^= (next / Cfg::kStages) & 1;
+    stage = next % Cfg::kStages;
+}
+
+// A warpgroup's main loop over its whole tile: each k-block as two m64 wgmma batches, one per
+// 64-row half of A, on acc[0 .. kTileN / 2) and acc[kTileN / 2 .. kTileN). A piece of the last
+// round computes the tile's full width too (its epilogue reads only its columns).
+template <class Cfg>
+__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
+                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase,
+                                               uint64_t* next_turn) {
+    auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
+    auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
+    uint32_t previous_stage = 0;
+    for (int32_t kb = 0; kb < k_blocks; ++kb) {
+        ptx::mbarrier_wait(&s.full[stage], phase);
+        fence_operands(acc);
+        ptx::wgmma_fence();
+        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 0, top, 0, kb > 0);
+        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 1, bottom, 0, kb > 0);
+        ptx::wgmma_commit();
+        fence_operands(acc);
+        if (kb > 0) {
+            ptx::wgmma_wait<1>();
+            release_stage<Cfg>(&s.empty[previous_stage], lane);
+        }
+        previous_stage = stage;
+        next_stage<Cfg>(stage, phase);
+    }
+    // Every wait of this tile is passed (the wgmmas above are warp-aligned: each warp's lanes
+    // too): the next tile's owner may wait on its stages.
+    if (lane == 0) ptx::mbarrier_arrive(next_turn);
+    ptx::wgmma_wait<0>();
+    release_stage<Cfg>(&s.empty[previous_stage], lane);
+    fence_operands(acc);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
+                                                   const CUtensorMap* d_map, const CUtensorMap* pre_map,
+                                                   int warpgroup) {
+    static_assert(Cfg::kMathWarpgroups == 2, "two warpgroups take the tiles in turn");
+    const int lane = threadIdx.x % 32;
+    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
+    // Zeroed once: the epilogue reads the whole array, past a piece's columns too (never stored).
+    float acc[Cfg::kTileN] = {};
+    uint32_t stage = 0, phase = 0;
+    uint32_t taken = 0;  // tiles with columns (a piece wholly past N has no stages)
+    uint32_t turns = 0;  // this warpgroup's waits on its turn barrier
+    DgluBuffers buf;
+#pragma unroll
+    for (int b = 0; b < kDgluBufferAtoms; ++b) {
+        buf.atom[b] = s.output.pre[warpgroup][b];
+        buf.full[b] = &s.pre_full[warpgroup][b];
+        buf.parity[b] = 0;
+    }
+    buf.pre_map = pre_map;
+    buf.d_map = d_map;
+    buf.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
+    for (uint32_t i = 0;; ++i) {
+        const TileCoord tile = take_tile(s, i, lane);
+        if (tile.expert < 0) {
+            if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();  // the buffers are read before the CTA exits
+            return;
+        }
+        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
+        const uint32_t order = taken++;
+        if (static_cast<int>(order % Cfg::kMathWarpgroups) != warpgroup) {
+            advance_stages<Cfg>(stage, phase, k_blocks);  // the other warpgroup's tile
+            continue;
+        }
+        // A full barrier's parity tells apart only two fills: a warpgroup that passed over the
+        // other's k-blocks could take the fill before its own, still in flight, for its own. So
+        // its waits begin only once the previous tile's owner has passed all of that tile's.
+        if (order > 0) {
+            ptx::mbarrier_wait(&s.turns.turn[warpgroup], turns & 1);
+            ++turns;
+        }
+        // The epilogue's fields, read before the main loop so that their latency hides behind it.
+        DgluRowsEpilogue e;
+        e.t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t prob_row = tile.row_begin + h * kSliceRows + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+            e.prob[h] = make_float2(prob_of(args.prob, prob_row), prob_of(args.prob, prob_row + 8));
+        }
+        e.row_begin = tile.row_begin;
+        e.n_begin = tile.n_begin;
+        e.width = tile.n_width;
+        prefetch_dglu_tile<Cfg::kTileN>(e);
+        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.turns.turn[1 - warpgroup]);
+        e = after_main_loop<Cfg::kAlphaLoad>(e);
+        store_dglu_pingpong_tile<Cfg::kTileN>(e, buf, acc);
+    }
+}
+
 // The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
 // most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
@@ -1142,7 +1192,7 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 // (dGLU's kernels through TMA serve dGLU only: one copy.)
 template <class Cfg>
 __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs& args, const CUtensorMap* d_map,
-                                        int warpgroup) {
+                                        const CUtensorMap* pre_map, int warpgroup) {
     if constexpr (Cfg::kGluOnly) {
         if (args.activation == kActivationSwiglu) {
             compute_glu_tiles<Cfg, kActivationSwiglu>(s, args, d_map, warpgroup);
@@ -1151,7 +1201,9 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
         }
         return;
     }
-    if constexpr (!Cfg::kTmaStoreDglu) {
+    if constexpr (Cfg::kTmaStoreDglu) {
+        compute_dglu_tiles<Cfg>(s, args, d_map, pre_map, warpgroup);
+    } else {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
                 compute_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
@@ -1160,8 +1212,8 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
             }
             return;
         }
+        if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
     }
-    if constexpr (!Cfg::kPlainOnly) compute_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
 }
 
 // The producer warp's copy of padded_offsets (and of the valid-row counts, where both fit in
@@ -1210,11 +1262,17 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     if (thread == 0) {
         for (int i = 0; i < Cfg::kStages; ++i) {
             ptx::mbarrier_init(&s.full[i], 1);
-            ptx::mbarrier_init(&s.empty[i], Cfg::kMathWarps * Cfg::kClusterM);
+            ptx::mbarrier_init(&s.empty[i], Cfg::kStageReaderWarps * Cfg::kClusterM);
         }
         for (int i = 0; i < Cfg::kTileRing; ++i) {
             ptx::mbarrier_init(&s.tile_full[i], 1);
             ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
+        }
+        if constexpr (Cfg::kTmaStoreDglu) {
+            for (int w = 0; w < Cfg::kMathWarpgroups; ++w) {
+                ptx::mbarrier_init(&s.turns.turn[w], 4);
+                for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.pre_full[w][b], 1);
+            }
         }
         s.status = 0;
         ptx::fence_mbarrier_init();
@@ -1261,7 +1319,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
     } else {
         ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
-        compute<Cfg>(s, args, d_map, warpgroup - 1);
+        compute<Cfg>(s, args, d_map, pre_map, warpgroup - 1);
     }
     // Stay until the other CTA is done too: its math warps arrive on this CTA's empty barriers
     // until their last k-block. (Its loads into this CTA have all landed: this CTA's math warps

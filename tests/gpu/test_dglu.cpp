@@ -352,6 +352,23 @@ TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both a
     }
 }
 
+TEST_CASE("dglu through TMA: several tiles per SM, K of 1 to 8 k-blocks (the stage ring's depth and under)") {
+    // M = 8192, N = 1536: 768 tiles on 132 SMs, five or six per SM. With as many k-blocks per tile
+    // as stages or fewer, a stage's fills belong to different tiles one after another: each
+    // tile's reader must take its own fill, never the one before it.
+    std::size_t index = 0;
+    for (const int64_t k : {64, 256, 320, 384, 448, 512}) {
+        const int32_t activation = index % 2 ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
+        const int32_t layout = index % 3 ? GGEMM_WEIGHT_LAYOUT_N_MAJOR : GGEMM_WEIGHT_LAYOUT_K_MAJOR;
+        DgluConfig dglu = dglu_config("dglu tma shallow rounds", activation, 8, 1536, k, GGEMM_DTYPE_BF16,
+                                      GGEMM_DTYPE_BF16, layout, mix_seed(9780, index++));
+        dglu.base.layout = RowLayout::kExplicit;
+        dglu.base.offsets = {1024, 2048, 2048, 3072, 4096, 5120, 6144, 8192};  // expert 2 empty
+        dglu.base.fixed_m = 8192;
+        check_dglu_tma_case(dglu);
+    }
+}
+
 TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
     std::size_t index = 0;
     for (const int32_t activation : {GGEMM_ACTIVATION_SWIGLU, GGEMM_ACTIVATION_CLAMPED_GEGLU}) {

@@ -187,8 +187,8 @@ TEST_CASE("compiled variants: dGLU with a bf16 pre-activation and d_pre takes th
             desc.num_experts = shape.experts;
             CAPTURE(shape.n);
             CAPTURE(layout);
-            const std::string tma = layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR ? "sm90_tmastore_dglu_128x128x64_s7_nmajor"
-                                                                          : "sm90_tmastore_dglu_128x128x64_s7";
+            const std::string tma = layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR ? "sm90_tmastore_dglu_128x128x64_s6_nmajor"
+                                                                          : "sm90_tmastore_dglu_128x128x64_s6";
             CHECK(chosen(desc, sm90_device(), 90) == tma);
             // Any other pre-activation or d_pre dtype: the math warps' stores.
             desc.glu_pre_dtype = GGEMM_DTYPE_FP32;

@@ -56,7 +56,7 @@
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
-#            loads, stores), fence, cluster, named-barrier, elect, shared load/store, stmatrix, L1
+#            loads, stores), fence, cluster, named-barrier, elect, shared load/store, stmatrix, ldmatrix, L1
 #            and L2 prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E) and wgmma wrappers on
 #            sm_90a
 #
@@ -394,8 +394,8 @@ if disassemble sm_90a; then
         'FENCE\.VIEW\.ASYNC\.S' 'LDS\.128' 'STG\.E\.128'
     # dGLU through TMA: the pre-activation into the buffer by TMA, d_pre written in place and
     # stored by TMA.
-    check_kernels sm_90a 'grouped_gemm_sm90_dglu' 'UTMALDG\.2D' 'LDS ' 'STS ' 'FENCE\.VIEW\.ASYNC\.S' \
-        'UTMASTG\.2D' 'UTMACMDFLUSH'
+    check_kernels sm_90a 'grouped_gemm_sm90_dglu' 'UTMALDG\.2D' 'LDSM\.16\.M88\.4' 'STSM\.16\.M88\.4' \
+        'FENCE\.VIEW\.ASYNC\.S' 'UTMASTG\.2D' 'UTMACMDFLUSH'
     check_absent sm_90a 'grouped_gemm_sm90_dglu' 'STG\.E\.128'
     # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
     check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|192|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
@@ -516,7 +516,7 @@ if [[ -n "$nvcc" ]]; then
             'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' 'UTMASTG\.3D' \
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
             'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'ELECT ' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4' \
-            'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP'
+            'LDSM\.16\.M88\.4' 'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'

@@ -10,6 +10,7 @@
 #include "ptx/barrier.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/fence.cuh"
+#include "ptx/ldmatrix.cuh"
 #include "ptx/load.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/math.cuh"
@@ -67,7 +68,9 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     // ptx/stmatrix.cuh: one warp-wide store of four 8 x 8 matrices (STSM).
     stmatrix_x4(smem_addr(tile) + 16 * (threadIdx.x % 32), quad.x, quad.y, pair.x, pair.y);
     named_barrier_sync(1, 128);
-    out[2 + threadIdx.x] = pair.x + pair.y + quad.x + quad.y + quad.z + quad.w;
+    // ptx/ldmatrix.cuh: one warp-wide load of four 8 x 8 matrices (LDSM).
+    const uint4 matrices = ldmatrix_x4(smem_addr(tile) + 16 * ((threadIdx.x + 3) % 32));
+    out[2 + threadIdx.x] = pair.x + pair.y + quad.x + quad.y + quad.z + quad.w + matrices.x + matrices.w;
     // ptx/prefetch.cuh: a line of global memory into the L1 (CCTL.E.PF1) and the L2 (CCTL.E.PF2).
     prefetch_global_l1(out + 32 * threadIdx.x + 4096);
     prefetch_global_l2(out + 32 * threadIdx.x);
