@@ -134,9 +134,10 @@ struct Config {
     // it keeps none: it waits for each batch and releases its stage at once, so it holds one
     // stage and the producer stays two ahead (with one in flight it would hold two, and the
     // producer only one ahead: the 3-stage kernels leave room for a whole-tile output buffer).
-    // The 64-wide tile keeps none either: its k-blocks are short next to their loads' latency,
-    // so a stage held one k-block longer is a stage that cannot be loading.
-    static constexpr int kBatchesInFlight = kStages <= 3 || kTileN <= 64 ? 0 : 1;
+    // The 32- and 64-wide tiles keep one too: their 10 and 8 stages still leave the producer
+    // eight and six ahead (nine and seven without), and their wgmmas are short next to the loop
+    // from one batch's completion to the next one's issue, which a batch in flight hides.
+    static constexpr int kBatchesInFlight = kStages <= 3 ? 0 : 1;
     // Tiles up to 128 wide serve the calls of one or two tiles per SM, where loading alpha after
     // the main loop waited on it; wider tiles serve calls of many, where it did not and the
     // load at the tile's start measured slower (kernels/common/epilogue.cuh).
