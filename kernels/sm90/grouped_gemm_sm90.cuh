@@ -139,9 +139,10 @@ struct Config {
     // it keeps none: it waits for each batch and releases its stage at once, so it holds one
     // stage and the producer stays two ahead (with one in flight it would hold two, and the
     // producer only one ahead: the 3-stage kernels leave room for a whole-tile output buffer).
-    // The 64-wide tile keeps none either: its k-blocks are short next to their loads' latency,
-    // so a stage held one k-block longer is a stage that cannot be loading.
-    static constexpr int kBatchesInFlight = kStages <= 3 || kTileN <= 64 ? 0 : 1;
+    // The 32- and 64-wide tiles keep one too: their 10 and 8 stages still leave the producer
+    // eight and six ahead (nine and seven without), and their wgmmas are short next to the loop
+    // from one batch's completion to the next one's issue, which a batch in flight hides.
+    static constexpr int kBatchesInFlight = kStages <= 3 ? 0 : 1;
     // Tiles up to 128 wide serve the calls of one or two tiles per SM, where loading alpha after
     // the main loop waited on it; wider tiles serve calls of many, where it did not and the
     // load at the tile's start measured slower (kernels/common/epilogue.cuh).
@@ -433,25 +434,57 @@ __device__ __forceinline__ void release_stage(uint64_t* empty, int lane) {
     }
 }
 
-// Issues the four k16 slices of the k-block in `stage` as m64 n kWidth k16 wgmmas on `acc`, with B
-// from b_offset bytes into the stage's B tile (K-major: b_offset / 128 rows of N further on). The
-// first slice overwrites acc unless `accumulate`.
+// The slice-0 descriptors of the first stage's A (a math warpgroup's rows) and B (from b_offset
+// bytes into its B tile); every other stage's are a multiply-add away (stage_descriptor).
+struct FirstStage {
+    uint64_t a;
+    uint64_t b;
+};
+
+template <class Cfg>
+__device__ __forceinline__ FirstStage first_stage(SharedStorage<Cfg>& s, int warpgroup, uint32_t b_offset) {
+    const uint32_t a_base = ptx::smem_addr(s.stages[0].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
+    const uint32_t b_base = ptx::smem_addr(s.stages[0].b) + b_offset;
+    return {a_descriptor(a_base), b_slice_descriptor<Cfg::kWeightLayout>(b_base, 0)};
+}
+
+// first_stage's descriptors for a loop over k-blocks, made opaque to the compiler: without that
+// it builds them again from the shared-memory base inside the loop (a chain of four dependent
+// instructions between the full barrier's wait and the first wgmma of every k-block), and in
+// the 32- and 64-wide kernels, whose wgmmas are short, that chain is part of every k-block's time.
+template <class Cfg>
+__device__ __forceinline__ FirstStage loop_first_stage(SharedStorage<Cfg>& s, int warpgroup, uint32_t b_offset) {
+    FirstStage first = first_stage<Cfg>(s, warpgroup, b_offset);
+    asm volatile("" : "+l"(first.a), "+l"(first.b));
+    return first;
+}
+
+// Issues the four k16 slices of the k-block in `stage` as m64 n kWidth k16 wgmmas on `acc`, from
+// the first stage's descriptors `first` stepped to `stage` and along K with adds (the stages are
+// one array; operand_layout.h's stage_descriptor and slice steps). The first slice overwrites
+// acc unless `accumulate`.
 template <class Cfg, int kWidth>
-__device__ __forceinline__ void issue_k_block(SharedStorage<Cfg>& s, uint32_t stage, int warpgroup,
-                                              float (&acc)[kWidth / 2], uint32_t b_offset, bool accumulate) {
+__device__ __forceinline__ void issue_stage(const FirstStage& first, uint32_t stage, float (&acc)[kWidth / 2],
+                                            bool accumulate) {
     using Mma = ptx::Wgmma<kWidth, Cfg::kTransposeB>;
-    const uint32_t a_base = ptx::smem_addr(s.stages[stage].a) + warpgroup * Cfg::kRowsPerWarpgroup * 128;
-    const uint32_t b_base = ptx::smem_addr(s.stages[stage].b) + b_offset;
-    // Slice 0's descriptors, stepped to the later k16 slices with one add each
-    // (ptx::wgmma_desc_advance; operand_layout.h's slice steps).
-    const uint64_t desc_a0 = a_descriptor(a_base);
-    const uint64_t desc_b0 = b_slice_descriptor<Cfg::kWeightLayout>(b_base, 0);
+    using Stage = typename SharedStorage<Cfg>::Stage;
+    static_assert(sizeof(Stage) % 16 == 0, "stage_descriptor steps whole 16-byte units");
+    const uint64_t desc_a0 = stage_descriptor(first.a, stage, sizeof(Stage));
+    const uint64_t desc_b0 = stage_descriptor(first.b, stage, sizeof(Stage));
 #pragma unroll
     for (int k = 0; k < Cfg::kBlockK / 16; ++k) {
         const uint64_t desc_a = ptx::wgmma_desc_advance(desc_a0, k * kKMajorSliceBytes);
         const uint64_t desc_b = ptx::wgmma_desc_advance(desc_b0, k * kBSliceBytes<Cfg::kWeightLayout>);
         Mma::mma(acc, desc_a, desc_b, (accumulate || k > 0) ? 1u : 0u);
     }
+}
+
+// issue_stage for the loops that do not keep first_stage's descriptors, B from b_offset bytes
+// into the stage's B tile (K-major: b_offset / 128 rows of N further on).
+template <class Cfg, int kWidth>
+__device__ __forceinline__ void issue_k_block(SharedStorage<Cfg>& s, uint32_t stage, int warpgroup,
+                                              float (&acc)[kWidth / 2], uint32_t b_offset, bool accumulate) {
+    issue_stage<Cfg, kWidth>(first_stage<Cfg>(s, warpgroup, b_offset), stage, acc, accumulate);
 }
 
 template <int kCount>
@@ -470,11 +503,12 @@ __device__ __forceinline__ void main_loop(SharedStorage<Cfg>& s, const Out& outp
                                           int lane, float (&acc)[kWidth / 2], uint32_t& stage, uint32_t& phase,
                                           DeferredAtoms<Cfg::kDeferAtoms>& deferred) {
     uint32_t previous_stage = 0;
+    const FirstStage first = loop_first_stage<Cfg>(s, warpgroup, 0);
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
         fence_operands(acc);
         ptx::wgmma_fence();
-        issue_k_block<Cfg, kWidth>(s, stage, warpgroup, acc, 0, kb > 0);
+        issue_stage<Cfg, kWidth>(first, stage, acc, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();
         if constexpr (Out::kLoadsDuringMainLoop) {
@@ -976,12 +1010,14 @@ __device__ __forceinline__ void glu_main_loop(SharedStorage<Cfg>& s, const Kerne
     // The last kGluTailBlocks k-blocks (one if K has no more): their first halves, then their
     // second halves, so that atom 0 is written while the second halves run.
     const int32_t tail = k_blocks - kb >= kGluTailBlocks ? kGluTailBlocks : 1;
+    const FirstStage first_low = loop_first_stage<Cfg>(s, warpgroup, 0);
+    const FirstStage first_high = loop_first_stage<Cfg>(s, warpgroup, Halves::kHighOffset);
     for (; kb < k_blocks - tail; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
         fence_operands(acc);
         ptx::wgmma_fence();
-        issue_k_block<Cfg, Halves::kWidth>(s, stage, warpgroup, low, 0, kb > 0);
-        issue_k_block<Cfg, Halves::kWidth>(s, stage, warpgroup, high, Halves::kHighOffset, kb > 0);
+        issue_stage<Cfg, Halves::kWidth>(first_low, stage, low, kb > 0);
+        issue_stage<Cfg, Halves::kWidth>(first_high, stage, high, kb > 0);
         ptx::wgmma_commit();
         if (kb == 0) deferred.write();  // atoms an earlier piece's store_passes held back
         fence_operands(acc);

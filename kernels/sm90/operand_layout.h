@@ -56,6 +56,15 @@ GGEMM_HD uint64_t b_slice_descriptor(uint32_t b_base, int slice) {
     }
 }
 
+// A descriptor of the first stage of a ring stepped to stage `stage`, the stages `stage_bytes`
+// apart (a multiple of 16): the start-address field counts 16-byte units, so one multiply-add
+// gives the descriptor built from the stage's own address, as long as that address stays below
+// 2^18 (every SM90 shared address does).
+GGEMM_HD uint64_t stage_descriptor(uint64_t first_stage, uint32_t stage, uint32_t stage_bytes) {
+    const uint32_t low = static_cast<uint32_t>(first_stage) + stage * (stage_bytes / 16);
+    return (first_stage & 0xFFFFFFFF00000000ull) | low;
+}
+
 // N-major: the byte offset, within a stage's B tile, where TMA puts element (column n, row k)
 // of the tile before swizzling (the swizzle permutes 16-byte chunks within each 128-byte row).
 GGEMM_HD uint32_t nmajor_tile_offset(int n, int k) {

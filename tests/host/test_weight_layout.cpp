@@ -372,3 +372,30 @@ TEST_CASE("weight layout: stepping slice 0's descriptors gives every slice's, at
         }
     }
 }
+
+TEST_CASE("weight layout: the first stage's descriptors stepped by whole stages are each stage's own") {
+    using ggemm::sm90::a_descriptor;
+    using ggemm::sm90::b_slice_descriptor;
+    using ggemm::sm90::stage_descriptor;
+    // Stages of 128 rows of A and 32 to 256 rows of B, 64 K each, at every 1024-byte-aligned
+    // first stage whose ring fits the 227 KB an SM90 CTA can address; A from either math
+    // warpgroup's rows, B from either half of a split tile.
+    for (uint32_t b_rows : {32u, 64u, 112u, 128u, 192u, 256u}) {
+        const uint32_t stage_bytes = (128 + b_rows) * 128;
+        for (uint32_t first = 0; first + stage_bytes <= 227u * 1024; first += 1024) {
+            for (uint32_t stage = 0; first + (stage + 1) * stage_bytes <= 227u * 1024; ++stage) {
+                const uint32_t at = first + stage * stage_bytes;
+                for (uint32_t a_offset : {0u, 64u * 128}) {
+                    CHECK(stage_descriptor(a_descriptor(first + a_offset), stage, stage_bytes) ==
+                          a_descriptor(at + a_offset));
+                }
+                for (uint32_t b_offset : {128u * 128, 128u * 128 + b_rows / 2 * 128}) {
+                    CHECK(stage_descriptor(b_slice_descriptor<ggemm::kKMajor>(first + b_offset, 0), stage,
+                                           stage_bytes) == b_slice_descriptor<ggemm::kKMajor>(at + b_offset, 0));
+                    CHECK(stage_descriptor(b_slice_descriptor<ggemm::kNMajor>(first + b_offset, 0), stage,
+                                           stage_bytes) == b_slice_descriptor<ggemm::kNMajor>(at + b_offset, 0));
+                }
+            }
+        }
+    }
+}
