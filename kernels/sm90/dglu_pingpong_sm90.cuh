@@ -1,4 +1,4 @@
-// dGLU of the ping-pong kernels (Config::kTmaStoreDglu; experiment): each math warpgroup computes
+// dGLU through TMA (Config::kTmaStoreDglu), the ping-pong kernels: each math warpgroup computes
 // a whole 128 x 128 tile of R and runs its epilogue while the other warpgroup's MMAs keep the
 // tensor cores busy. The epilogue stages the saved bf16 pre-activation through two atom buffers
 // of its own (epilogue_layout.h's atom: 64 rows x 128 bytes, 128-byte swizzled; one TMA box of

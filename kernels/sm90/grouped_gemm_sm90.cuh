@@ -35,7 +35,6 @@
 #include "kernels/common/split_k.h"
 #include "kernels/common/tile_ring.cuh"
 #include "kernels/sm90/dglu_pingpong_sm90.cuh"
-#include "kernels/sm90/dglu_tma_epilogue_sm90.cuh"
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "kernels/sm90/operand_layout.h"
 #include "kernels/sm90/shared_memory.h"
@@ -86,9 +85,9 @@ struct Config {
     // Whether the kernel can split K (kernels/common/split_k.h): not in clusters, where both CTAs
     // would count their partials on one tile's counters, nor 32 wide (split_k.h sizes the
     // counters and the 32-bit work-item count for tiles of 64 columns or more).
-    // dGLU through TMA (kStoreColumns: the tile's pre-activation columns, twice its own): the
-    // saved pre-activation comes in by TMA into ring slots after the tile's k-blocks, becomes
-    // d_pre in place and leaves by TMA (dglu_tma_epilogue_sm90.cuh). No output buffer of its own.
+    // dGLU through TMA (kStoreColumns: the tile's pre-activation columns, twice its own): each
+    // math warpgroup a whole tile in turn; the saved pre-activation comes in by TMA into the
+    // warpgroup's atom buffers, becomes d_pre in place and leaves by TMA (dglu_pingpong_sm90.cuh).
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
     // Per math warpgroup; dGLU's: two pre-activation atoms, loaded and stored by TMA in turn.
     static constexpr int kBufferAtoms = kTmaStoreDglu ? kDgluBufferAtoms : kStoreAtoms;

@@ -36,7 +36,7 @@
 #            (grouped_gemm_sm90_tma_store) stmatrix (STSM) and TMA stores (UTMASTG) instead, and
 #            no 16-byte global stores or slice reads; the dGLU
 #            kernels that load the pre-activation by TMA (grouped_gemm_sm90_dglu) 2D TMA loads
-#            into their operand ring, 32-bit shared loads and stores in place (LDS, STS), the
+#            into their atom buffers, ldmatrix and stmatrix in place (LDSM, STSM), the
 #            proxy fence, TMA stores, and no global stores of d_pre (no STG.E.128); no local
 #            memory. The N-major kernels (Config's weight layout 1) read B with HGMMA's
 #            transposed-B form (.tnspB); the K-major ones (layout 0) never. The cluster kernels
