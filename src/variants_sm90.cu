@@ -174,8 +174,9 @@ using Tile256HalvesCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, 
 using Tile256WholeCluster = sm90::Config<256, 3, sm90::Output::kTmaStore, 256, kKMajor, 2>;
 using Tile192WholeCluster = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kKMajor, 2>;
 using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kNMajor, 2>;
-// dGLU through TMA: 128 columns of R; their 256 pre-activation columns pass through two of the
-// seven stages after each tile's k-blocks (32 KB a stage, as a k-block's operands).
+// dGLU through TMA: 128 columns of R, each math warpgroup a whole tile in turn; their 256
+// pre-activation columns pass through the warpgroup's two 8 KB atom buffers (32 KB for both
+// warpgroups, a stage's room), beside six stages.
 using Tile128Dglu = sm90::Config<128, 6, sm90::Output::kTmaStore, 256>;
 using Tile128DgluNMajor = sm90::Config<128, 6, sm90::Output::kTmaStore, 256, kNMajor>;
 
