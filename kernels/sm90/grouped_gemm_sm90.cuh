@@ -235,14 +235,15 @@ struct OutputStorage<Cfg, Output::kTmaStore, true> {
 };
 
 // dGLU's ping-pong (compute_dglu_tiles): turn[w] completes when the warpgroup before w in the
-// tile order has passed every full-barrier wait of its tile's main loop (one arrival per warp).
-// Other kernels have none.
+// tile order has passed every full-barrier wait of its tile's main loop (one arrival per warp);
+// pre_full[w][b] when warpgroup w's atom buffer b has its TMA load. Other kernels have none.
 template <bool kPingPong>
-struct TurnBarriers {
+struct DgluBarriers {
     uint64_t turn[2];
+    uint64_t pre_full[2][kDgluBufferAtoms];
 };
 template <>
-struct TurnBarriers<false> {};
+struct DgluBarriers<false> {};
 
 template <class Cfg>
 struct SharedStorage {
@@ -258,14 +259,13 @@ struct SharedStorage {
     uint64_t empty[Cfg::kStages];   // every math warp of the cluster is done reading the stage
     uint64_t tile_full[Cfg::kTileRing];
     uint64_t tile_empty[Cfg::kTileRing];
-    uint64_t pre_full[Cfg::kMathWarpgroups][kDgluBufferAtoms];  // dGLU: an atom buffer's TMA load landed
     TileCoord tiles[Cfg::kTileRing];
     // padded_offsets, then the valid-row counts when they are given and both fit (else the
     // scheduler reads the counts from global memory, once per expert it visits).
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
     uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
-    TurnBarriers<Cfg::kTmaStoreDglu> turns;     // dGLU's ping-pong (compute_dglu_tiles)
+    DgluBarriers<Cfg::kTmaStoreDglu> dglu;      // dGLU's ping-pong (compute_dglu_tiles)
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
@@ -1118,8 +1118,9 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 // waiting on its own only after the other has passed its waits of the tile before (the turn
 // barriers). The epilogue stages the pre-activation through two atom buffers of its own
 // (dglu_pingpong_sm90.cuh): while it runs, the other warpgroup's main loop has every stage.
-// Valid-row counts are refused with dGLU (the host's
-// checks): every tile's rows are whole.
+// Valid-row counts are refused with dGLU (the host's checks): every tile's rows are whole.
+//
+// advance_stages: (stage, phase) past `count` k-blocks, the other warpgroup's tile.
 template <class Cfg>
 __device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase, int32_t count) {
     const uint32_t next = stage + static_cast<uint32_t>(count);
@@ -1137,12 +1138,15 @@ __device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_
     auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
     auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
     uint32_t previous_stage = 0;
+    // first_stage's warpgroup index picks A's 64-row half: 0 the top, 1 the bottom.
+    const FirstStage first_top = loop_first_stage<Cfg>(s, 0, 0);
+    const FirstStage first_bottom = loop_first_stage<Cfg>(s, 1, 0);
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
         ptx::mbarrier_wait(&s.full[stage], phase);
         fence_operands(acc);
         ptx::wgmma_fence();
-        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 0, top, 0, kb > 0);
-        issue_k_block<Cfg, Cfg::kTileN>(s, stage, 1, bottom, 0, kb > 0);
+        issue_stage<Cfg, Cfg::kTileN>(first_top, stage, top, kb > 0);
+        issue_stage<Cfg, Cfg::kTileN>(first_bottom, stage, bottom, kb > 0);
         ptx::wgmma_commit();
         fence_operands(acc);
         if (kb > 0) {
@@ -1176,7 +1180,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
 #pragma unroll
     for (int b = 0; b < kDgluBufferAtoms; ++b) {
         buf.atom[b] = s.output.pre[warpgroup][b];
-        buf.full[b] = &s.pre_full[warpgroup][b];
+        buf.full[b] = &s.dglu.pre_full[warpgroup][b];
         buf.parity[b] = 0;
     }
     buf.pre_map = pre_map;
@@ -1198,7 +1202,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         // other's k-blocks could take the fill before its own, still in flight, for its own. So
         // its waits begin only once the previous tile's owner has passed all of that tile's.
         if (order > 0) {
-            ptx::mbarrier_wait(&s.turns.turn[warpgroup], turns & 1);
+            ptx::mbarrier_wait(&s.dglu.turn[warpgroup], turns & 1);
             ++turns;
         }
         // The epilogue's fields, read before the main loop so that their latency hides behind it.
@@ -1213,7 +1217,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         e.n_begin = tile.n_begin;
         e.width = tile.n_width;
         prefetch_dglu_tile<Cfg::kTileN>(e);
-        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.turns.turn[1 - warpgroup]);
+        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
         store_dglu_pingpong_tile<Cfg::kTileN>(e, buf, acc);
     }
@@ -1305,8 +1309,8 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
         if constexpr (Cfg::kTmaStoreDglu) {
             for (int w = 0; w < Cfg::kMathWarpgroups; ++w) {
-                ptx::mbarrier_init(&s.turns.turn[w], 4);
-                for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.pre_full[w][b], 1);
+                ptx::mbarrier_init(&s.dglu.turn[w], Cfg::kMathWarps / Cfg::kMathWarpgroups);
+                for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.dglu.pre_full[w][b], 1);
             }
         }
         s.status = 0;

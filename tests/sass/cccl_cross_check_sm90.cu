@@ -8,8 +8,8 @@
 //
 // No cuda::ptx counterpart, so not cross-checked here (check_sass.sh still assembles them):
 //   tma_prefetch_map (prefetch.tensormap), named_barrier_sync (bar.sync), stmatrix_x4
-//   (ptx/stmatrix.cuh) and ldmatrix_x4 (ptx/ldmatrix.cuh). cluster_cta_rank / cluster_num_ctas are plain special-register moves
-//   with no synchronization to compare.
+//   (ptx/stmatrix.cuh) and ldmatrix_x4 (ptx/ldmatrix.cuh). cluster_cta_rank / cluster_num_ctas
+//   are plain special-register moves with no synchronization to compare.
 #include <cuda.h>
 
 #include <cstdint>

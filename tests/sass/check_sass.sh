@@ -56,8 +56,8 @@
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
-#            loads, stores), fence, cluster, named-barrier, elect, shared load/store, stmatrix, ldmatrix, L1
-#            and L2 prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E) and wgmma wrappers on
+#            loads, stores), fence, cluster, named-barrier, elect, shared load/store, stmatrix,
+#            ldmatrix, L1 and L2 prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E) and wgmma wrappers on
 #            sm_90a
 #
 # The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
