@@ -36,6 +36,22 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, uint64_t
 #endif
 }
 
+// cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint
+//     [dst], [map, {c0, c1}], [bar], policy;                                 PTX 8.0, sm_90
+// tma_load_2d with an L2 cache policy (createpolicy, ptx/cache_policy.cuh) for the lines it reads.
+__device__ __forceinline__ void tma_load_2d_hinted(void* dst, const void* map, uint64_t* bar, int32_t c0,
+                                                   int32_t c1, uint64_t policy) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "l"(policy)
+        : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
 // cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 //     [dst], [map, {c0, c1, c2}], [bar];                                     PTX 8.0, sm_90
 __device__ __forceinline__ void tma_load_3d(void* dst, const void* map, uint64_t* bar, int32_t c0,
@@ -92,6 +108,22 @@ __device__ __forceinline__ void tma_store_2d(const void* map, const void* src, i
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(map),
                  "r"(c0), "r"(c1), "r"(smem_addr(src))
                  : "memory");
+#else
+    ggemm_ptx_instruction_not_supported_on_this_target();
+#endif
+}
+
+// cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint [map, {c0, c1}], [src], policy;
+//                                                                            PTX 8.0, sm_90
+// tma_store_2d with an L2 cache policy (createpolicy, ptx/cache_policy.cuh) for the lines it writes.
+__device__ __forceinline__ void tma_store_2d_hinted(const void* map, const void* src, int32_t c0, int32_t c1,
+                                                    uint64_t policy) {
+#if defined(GGEMM_PTX_TMA)
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;" ::"l"(
+            map),
+        "r"(c0), "r"(c1), "r"(smem_addr(src)), "l"(policy)
+        : "memory");
 #else
     ggemm_ptx_instruction_not_supported_on_this_target();
 #endif

@@ -9,8 +9,10 @@ namespace ggemm {
 
 namespace {
 
-// True when option `a` should be chosen over `b`: faster, then the primary, then the better score.
+// True when option `a` should be chosen over `b`: proven (KernelVariant::proven), then faster,
+// then the primary, then the better score.
 bool better_fill(const FillOption& a, const FillOption& b, const Candidate* primary, bool large) {
+    if (a.candidate->variant->proven != b.candidate->variant->proven) return a.candidate->variant->proven;
     if (a.estimate.total != b.estimate.total) return a.estimate.total < b.estimate.total;
     if ((a.candidate == primary) != (b.candidate == primary)) return a.candidate == primary;
     return better_choice(*a.candidate->variant, a.candidate->score, *b.candidate->variant, b.candidate->score, large);

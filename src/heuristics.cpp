@@ -168,6 +168,7 @@ bool large_experts(int64_t m_capacity, int32_t num_experts) noexcept {
 
 bool better_choice(const KernelVariant& a, const VariantScore& a_score, const KernelVariant& b,
                    const VariantScore& b_score, bool large_experts) noexcept {
+    if (a.proven != b.proven) return a.proven;
     if (a_score.total != b_score.total) return a_score.total > b_score.total;
     // A deeper pipeline hides more latency, except where the experts are large (kLargeExpertRows).
     if (a.stages != b.stages) return large_experts ? a.stages < b.stages : a.stages > b.stages;

@@ -145,7 +145,8 @@ VariantScore score_variant(const KernelVariant& variant, int64_t m_capacity, int
 extern const int64_t kLargeExpertRows;
 bool large_experts(int64_t m_capacity, int32_t num_experts) noexcept;
 
-// True when `a` should be chosen over `b`: higher score; ties: more stages (fewer where
+// True when `a` should be chosen over `b`: a proven variant over one that has not run
+// (KernelVariant::proven), then the higher score; ties: more stages (fewer where
 // large_experts), then name.
 bool better_choice(const KernelVariant& a, const VariantScore& a_score, const KernelVariant& b,
                    const VariantScore& b_score, bool large_experts) noexcept;

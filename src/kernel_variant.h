@@ -67,6 +67,10 @@ struct KernelVariant {
     // activation while the tensor cores run its last and the next tile's first k-blocks
     // (kernels/sm90/grouped_gemm_sm90.cuh, GluEpilogue).
     bool glu_instance = false;
+    // Whether the kernel has passed the GPU tests on hardware of its arch. The planner ranks a
+    // variant that has not below every one that has (better_choice): it serves a plan only when
+    // nothing proven can, e.g. GGEMM_KERNEL names it.
+    bool proven = true;
 };
 
 }  // namespace ggemm

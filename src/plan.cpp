@@ -116,11 +116,11 @@ void describe_score(std::string* text, const char* mark, const KernelVariant& va
                     const VariantScore& score, int64_t n) {
     appendf(text,
             "  %-8s %.4f = width %.3f%s x columns %.4f (%lld of %lld) x tile_m %.2f x cluster "
-            "%.2f x grid %.4f (%d CTAs) x rounds %.4f (%.2f) x output %.2f  %s\n",
+            "%.2f x grid %.4f (%d CTAs) x rounds %.4f (%.2f) x output %.2f  %s%s\n",
             mark, score.total, score.width_efficiency, score.width_in_table ? "" : " (assumed)",
             score.column_use, static_cast<long long>(n), static_cast<long long>(score.padded_n),
             score.tile_m_factor, score.cluster_factor, score.grid_use, score.grid, score.round_use, score.rounds,
-            score.output_factor, variant.name);
+            score.output_factor, variant.name, variant.proven ? "" : " (never run on a GPU: ranked below proven ones)");
 }
 
 std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& candidates,
@@ -225,7 +225,7 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
                 "compiled for sm_100a and checked on the CPU only, never run on an SM100 GPU\n");
     }
     if (kernel_prefix != nullptr) appendf(&text, "kernels restricted to names starting with GGEMM_KERNEL=%.60s\n", kernel_prefix);
-    appendf(&text, "why: highest score of %zu candidate%s (then the fill rule below); score = width efficiency x column use x tile_m x cluster x grid use x round use x output\n",
+    appendf(&text, "why: highest score of %zu candidate%s, those never run on a GPU after the rest (then the fill rule below); score = width efficiency x column use x tile_m x cluster x grid use x round use x output\n",
             candidates.size(), candidates.size() == 1 ? "" : "s");
     const bool large = large_experts(desc.m_capacity, desc.num_experts);
     appendf(&text, "ties: %s stages first (experts of %s %lld rows on average%s)\n", large ? "fewer" : "more",

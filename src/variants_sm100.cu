@@ -64,6 +64,7 @@ constexpr KernelVariant sm100_variant(const char* name) {
             &sm100::prepare<Cfg>,
             &sm100::launch<Cfg>};
     variant.weight_layout = Cfg::kWeightLayout;
+    variant.proven = false;
     return variant;
 }
 

@@ -3,10 +3,11 @@
 // described), and TMA-store variants for a bf16 D without C (either weight layout), some of them
 // again as clusters of two CTAs along M that multicast the weight tile (names ending _c2: the name
 // gives one CTA's 128-row tile, the plan's tile_m is the cluster's 256), and for dGLU with a bf16
-// saved pre-activation and d_pre, kernels that load the one and store the other by TMA. Stages fill the
-// shared memory (227 KB per CTA on SM90) that the tile and its output buffer leave. Compiled for
-// sm_90a only: this translation unit instantiates the kernels and their host-side prepare and
-// launch.
+// saved pre-activation and d_pre, kernels that load the one and store the other by TMA. Variants
+// marked not proven have not yet run on a GPU: the planner takes them only when nothing else
+// serves a plan (KernelVariant::proven). Stages fill the shared memory (227 KB per CTA on SM90)
+// that the tile and its output buffer leave. Compiled for sm_90a only: this translation unit
+// instantiates the kernels and their host-side prepare and launch.
 #include "kernels/common/glu_reduce.cuh"
 #include "kernels/sm90/grouped_gemm_sm90.cuh"
 #include "src/launch.cuh"
@@ -113,7 +114,7 @@ static_assert(sm90::kNMajorBoxColumns == static_cast<int>(kNMajorBoxColumns),
 namespace {
 
 template <class Cfg>
-constexpr KernelVariant sm90_variant(const char* name) {
+constexpr KernelVariant sm90_variant(const char* name, bool proven = true) {
     KernelVariant variant = {name,
             90,
             /*tile_m=*/Cfg::kScheduleTileM,  // rows per tile: a cluster of two computes 256
@@ -139,6 +140,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
     variant.tma_dglu = Cfg::kTmaStoreDglu;
     variant.glu_instance = sm90::kGluOverlap<Cfg>;
+    variant.proven = proven;
     return variant;
 }
 
@@ -179,6 +181,14 @@ using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore,
 // warpgroups, a stage's room), beside six stages.
 using Tile128Dglu = sm90::Config<128, 6, sm90::Output::kTmaStore, 256>;
 using Tile128DgluNMajor = sm90::Config<128, 6, sm90::Output::kTmaStore, 256, kNMajor>;
+// 192 columns of R: a sixth less operand traffic per output than 128 ((128 + 192) / (128 x 192)
+// against 2 / 128), four stages beside the buffers. Not yet run on a GPU.
+using Tile192Dglu = sm90::Config<192, 4, sm90::Output::kTmaStore, 384>;
+using Tile192DgluNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 384, kNMajor>;
+// Both widths with the pre-activation's loads and d_pre's stores evict-first in the L2
+// (Config::kEvictFirstStreams), N-major (the layout of a dgrad's weights). Not yet run on a GPU.
+using Tile128DgluEvictFirstNMajor = sm90::Config<128, 6, sm90::Output::kTmaStore, 256, kNMajor, 1, true>;
+using Tile192DgluEvictFirstNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 384, kNMajor, 1, true>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -203,6 +213,10 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile256HalvesNMajorCluster>("sm90_tmastore_halves_128x256x64_s4_nmajor_c2"),
     sm90_variant<Tile128Dglu>("sm90_tmastore_dglu_128x128x64_s6"),
     sm90_variant<Tile128DgluNMajor>("sm90_tmastore_dglu_128x128x64_s6_nmajor"),
+    sm90_variant<Tile192Dglu>("sm90_tmastore_dglu_128x192x64_s4", /*proven=*/false),
+    sm90_variant<Tile192DgluNMajor>("sm90_tmastore_dglu_128x192x64_s4_nmajor", /*proven=*/false),
+    sm90_variant<Tile128DgluEvictFirstNMajor>("sm90_tmastore_dglu_evictfirst_128x128x64_s6_nmajor", /*proven=*/false),
+    sm90_variant<Tile192DgluEvictFirstNMajor>("sm90_tmastore_dglu_evictfirst_128x192x64_s4_nmajor", /*proven=*/false),
 };
 
 }  // namespace

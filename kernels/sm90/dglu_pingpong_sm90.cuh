@@ -1,8 +1,9 @@
 // dGLU through TMA (Config::kTmaStoreDglu), the ping-pong kernels: each math warpgroup computes
-// a whole 128 x 128 tile of R and runs its epilogue while the other warpgroup's MMAs keep the
-// tensor cores busy. The epilogue stages the saved bf16 pre-activation through two atom buffers
-// of its own (epilogue_layout.h's atom: 64 rows x 128 bytes, 128-byte swizzled; one TMA box of
-// {64 columns, 64 rows}), so that the other warpgroup's main loop keeps every stage of the ring:
+// a whole 128 x 128 (or 128 x 192) tile of R and runs its epilogue while the other warpgroup's
+// MMAs keep the tensor cores busy. The epilogue stages the saved bf16 pre-activation through two
+// atom buffers of its own (epilogue_layout.h's atom: 64 rows x 128 bytes, 128-byte swizzled; one
+// TMA box of {64 columns, 64 rows}), so that the other warpgroup's main loop keeps every stage of
+// the ring:
 //   1. the warpgroup's thread 0 loads atom a + 1 by TMA while atom a is worked on, once the
 //      buffer's last TMA store has read it;
 //   2. every warp reads its gate and up pairs with ldmatrix (the accumulator layout), computes
@@ -12,7 +13,8 @@
 // The atoms go block by block, each R 32-column block's top 64 rows, then its bottom 64 (the
 // pre-activation's 64 columns 2 n_begin + 64 block ..): a half's atoms always use the same
 // buffer. The tile's rows are prefetched into the L2 when it starts, so the loads find them
-// there.
+// there. In the kernels of Config::kEvictFirstStreams the loads of step 1 and the stores of step
+// 3 carry an L2 evict-first policy (DgluStreams).
 //
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh,
 // dglu_pair): the same bits as the other dGLU designs. Bank conflicts: each 8 x 8 matrix of an
@@ -31,6 +33,7 @@
 #include "kernels/sm90/epilogue_sm90.cuh"
 #include "kernels/sm90/tma_store_epilogue_sm90.cuh"
 #include "ptx/barrier.cuh"
+#include "ptx/cache_policy.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mbarrier.cuh"
@@ -61,6 +64,30 @@ struct DgluBuffers {
     uint32_t barrier;  // the warpgroup's named barrier
 };
 
+// The pre-activation's loads and d_pre's stores, by thread 0: plain, or with an L2 evict-first
+// policy (Config::kEvictFirstStreams).
+template <bool kEvictFirst>
+struct DgluStreams {
+    __device__ __forceinline__ void load(void* atom, const CUtensorMap* map, uint64_t* full, int32_t c0,
+                                        int32_t c1) const {
+        ptx::tma_load_2d(atom, map, full, c0, c1);
+    }
+    __device__ __forceinline__ void store(const CUtensorMap* map, const void* atom, int32_t c0, int32_t c1) const {
+        ptx::tma_store_2d(map, atom, c0, c1);
+    }
+};
+template <>
+struct DgluStreams<true> {
+    uint64_t policy = ptx::l2_policy_evict_first();
+    __device__ __forceinline__ void load(void* atom, const CUtensorMap* map, uint64_t* full, int32_t c0,
+                                        int32_t c1) const {
+        ptx::tma_load_2d_hinted(atom, map, full, c0, c1, policy);
+    }
+    __device__ __forceinline__ void store(const CUtensorMap* map, const void* atom, int32_t c0, int32_t c1) const {
+        ptx::tma_store_2d_hinted(map, atom, c0, c1, policy);
+    }
+};
+
 __device__ __forceinline__ float2 bf16_bits_to_float2(uint32_t bits) {
     return make_float2(__uint_as_float(bits << 16), __uint_as_float(bits & 0xffff0000u));
 }
@@ -73,18 +100,21 @@ __device__ __forceinline__ uint32_t float2_to_bf16_bits(float2 v) {
 // Step 1, by thread 0: the atom of R's block `block` and the tile's 64-row half `half` into
 // buffer `half`, once every store has read its buffer (stores go out in atom order, so the
 // buffer's last one is among them).
-__device__ __forceinline__ void load_pre_atom(const DgluRowsEpilogue& e, const DgluBuffers& buf, int block, int half) {
+template <bool kEvictFirst>
+__device__ __forceinline__ void load_pre_atom(const DgluRowsEpilogue& e, const DgluBuffers& buf,
+                                              const DgluStreams<kEvictFirst>& streams, int block, int half) {
     ptx::tma_store_wait_read<0>();
     ptx::mbarrier_arrive_expect_tx(buf.full[half], kAtomBytes);
-    ptx::tma_load_2d(buf.atom[half], buf.pre_map, buf.full[half], 2 * e.n_begin + block * kAtomColumns,
-                     static_cast<int32_t>(e.row_begin) + half * kSliceRows);
+    streams.load(buf.atom[half], buf.pre_map, buf.full[half], 2 * e.n_begin + block * kAtomColumns,
+                 static_cast<int32_t>(e.row_begin) + half * kSliceRows);
 }
 
 // Steps 1-3 for the whole tile: acc[0 .. kTileN / 2) are rows 0-63, acc[kTileN / 2 .. kTileN)
 // rows 64-127.
-template <int32_t kActivation, int kTileN>
+template <int32_t kActivation, int kTileN, bool kEvictFirst>
 __device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, DgluBuffers& buf,
                                                     const float (&acc)[kTileN]) {
+    const DgluStreams<kEvictFirst> streams;
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;
     constexpr int kBlocks = kTileN / kGluBlockColumns;
     const EpilogueTile& t = e.t;
@@ -97,7 +127,7 @@ __device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, D
     const int lane_row = warp * 16 + lane % 8;
     const uint32_t gate_offset = slice_offset(lane_row, (lane / 8) * 16);
     const uint32_t up_offset = slice_offset(lane_row, (lane / 8) * 16 + kGluBlockColumns * 2);
-    if (thread == 0) load_pre_atom(e, buf, 0, 0);
+    if (thread == 0) load_pre_atom(e, buf, streams, 0, 0);
     float prob_sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};  // [tile half][row half]
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
@@ -108,9 +138,9 @@ __device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, D
         for (int h = 0; h < 2; ++h) {
             if (thread == 0) {
                 if (h == 0) {
-                    load_pre_atom(e, buf, block, 1);
+                    load_pre_atom(e, buf, streams, block, 1);
                 } else if (!last_block) {
-                    load_pre_atom(e, buf, block + 1, 0);
+                    load_pre_atom(e, buf, streams, block + 1, 0);
                 }
             }
             ptx::mbarrier_wait(buf.full[h], buf.parity[h]);
@@ -149,8 +179,8 @@ __device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, D
             ptx::fence_proxy_async_shared();  // the warp's d_pre writes, before the TMA reads them
             ptx::named_barrier_sync(buf.barrier, 128);
             if (thread == 0) {
-                ptx::tma_store_2d(buf.d_map, buf.atom[h], 2 * e.n_begin + block * kAtomColumns,
-                                  static_cast<int32_t>(e.row_begin) + h * kSliceRows);
+                streams.store(buf.d_map, buf.atom[h], 2 * e.n_begin + block * kAtomColumns,
+                              static_cast<int32_t>(e.row_begin) + h * kSliceRows);
                 ptx::tma_store_commit();
             }
         }
@@ -169,13 +199,13 @@ __device__ __forceinline__ void prefetch_dglu_tile(const DgluRowsEpilogue& e) {
     }
 }
 
-template <int kTileN>
+template <int kTileN, bool kEvictFirst>
 __device__ __forceinline__ void store_dglu_pingpong_tile(const DgluRowsEpilogue& e, DgluBuffers& buf,
                                                          const float (&acc)[kTileN]) {
     if (e.t.activation == kActivationSwiglu) {
-        store_dglu_pingpong<kActivationSwiglu, kTileN>(e, buf, acc);
+        store_dglu_pingpong<kActivationSwiglu, kTileN, kEvictFirst>(e, buf, acc);
     } else {
-        store_dglu_pingpong<kActivationClampedGeglu, kTileN>(e, buf, acc);
+        store_dglu_pingpong<kActivationClampedGeglu, kTileN, kEvictFirst>(e, buf, acc);
     }
 }
 

@@ -57,8 +57,11 @@ enum class Output { kWarpStores, kTmaStore };
 // stage's B tile is loaded and described to wgmma (operand_layout.h). Output design and weight
 // layout are compile-time properties: each combination is its own kernel. kClusterM: CTAs per
 // cluster along M (1, or 2 to multicast the weight tile to both halves of a 256-row tile).
+// kEvictFirstStreams (dGLU through TMA only): the saved pre-activation's loads and d_pre's stores
+// carry an L2 evict-first policy, so that the L2 keeps the operands, which are read again, over
+// these lines, which are read or written once.
 template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0,
-          int kWeightLayout_ = kKMajor, int kClusterM_ = 1>
+          int kWeightLayout_ = kKMajor, int kClusterM_ = 1, bool kEvictFirstStreams_ = false>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
@@ -82,6 +85,7 @@ struct Config {
     // (K-major: kBPartRows rows of N; N-major: every kClusterM-th 64-column box) for all of them.
     static constexpr int kClusterM = kClusterM_;
     static constexpr int kScheduleTileM = kTileM * kClusterM;
+    static constexpr bool kEvictFirstStreams = kEvictFirstStreams_;
     // Whether the kernel can split K (kernels/common/split_k.h): not in clusters, where both CTAs
     // would count their partials on one tile's counters, nor 32 wide (split_k.h sizes the
     // counters and the 32-bit work-item count for tiles of 64 columns or more).
@@ -132,8 +136,6 @@ struct Config {
             ? ggemm::kMaxExperts
             : offset_capacity(kSharedMemoryLimit - 1024 - kStages * static_cast<int>(kABytes + kBBytes) -
                               kMathWarpgroups * kBufferAtoms * kAtomBytes - 256);
-    // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
-    // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever.
     // wgmma batches a math warpgroup keeps in flight behind the one it just issued. With 3 stages
     // it keeps none: it waits for each batch and releases its stage at once, so it holds one
     // stage and the producer stays two ahead (with one in flight it would hold two, and the
@@ -146,8 +148,13 @@ struct Config {
     // the main loop waited on it; wider tiles serve calls of many, where it did not and the
     // load at the tile's start measured slower (kernels/common/epilogue.cuh).
     static constexpr AlphaLoad kAlphaLoad = kTileN <= 128 ? AlphaLoad::kAtTileStart : AlphaLoad::kAfterMainLoop;
-    static constexpr int kProducerRegisters = 56;
-    static constexpr int kMathRegisters = 224;
+    // Registers after setmaxnreg must fit the CTA's own pool, 384 x 168 (the launch-bounds cap):
+    // 128 x 56 + 256 x 224 = 64512. A larger sum makes setmaxnreg.inc wait forever. The 192-wide
+    // ping-pong dGLU holds a whole 128 x 192 tile per math warpgroup (192 accumulators per
+    // thread): its math warps take 240, its producer 24 (128 x 24 + 256 x 240 = 64512).
+    static constexpr bool kWideDglu = kTmaStoreDglu && kTileN > 128;
+    static constexpr int kProducerRegisters = kWideDglu ? 24 : 56;
+    static constexpr int kMathRegisters = kWideDglu ? 240 : 224;
 
     static_assert(128 * kProducerRegisters + 128 * kMathWarpgroups * kMathRegisters <=
                       kThreads * (65536 / kThreads / 8 * 8),
@@ -163,14 +170,15 @@ struct Config {
                                                  : kStoreColumns % kAtomColumns == 0 && kStoreColumns > 0 &&
                                                        (kStoreColumns <= kTileN || kTmaStoreDglu),
                   "a TMA-store buffer is whole column atoms, at most the tile (dGLU: twice the tile)");
-    static_assert(!kTmaStoreDglu || (kClusterM == 1 && kTileN == 128 && kTileM == 2 * kSliceRows &&
-                                     kBatchesInFlight == 1),
-                  "ping-pong dGLU: one CTA, each warpgroup a whole 128 x 128 tile");
+    static_assert(!kTmaStoreDglu || (kClusterM == 1 && (kTileN == 128 || kTileN == 192) &&
+                                     kTileM == 2 * kSliceRows && kBatchesInFlight == 1),
+                  "ping-pong dGLU: one CTA, each warpgroup a whole 128 x 128 or 128 x 192 tile");
     static_assert(kOffsetCapacity >= 32, "room for the offsets of a useful number of experts");
     static_assert(kWeightLayout == kKMajor || kWeightLayout == kNMajor, "a weight layout");
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
                   "N-major B is loaded in boxes of 64 columns");
     static_assert(kClusterM == 1 || kClusterM == 2, "one CTA, or two along M sharing the weight tile");
+    static_assert(!kEvictFirstStreams || kTmaStoreDglu, "only dGLU through TMA streams a pre-activation");
     static_assert(kSegmentAlignment % kScheduleTileM == 0, "a cluster's tile never straddles two experts");
     static_assert(kBPartRows * kBlockK * 2 % 1024 == 0, "each CTA's part of B starts on a swizzle atom");
 };
@@ -1109,14 +1117,14 @@ __device__ __forceinline__ void compute_glu_tiles(SharedStorage<Cfg>& s, const K
 }
 
 // dGLU with a bf16 pre-activation and d_pre (Cfg::kTmaStoreDglu): the math warpgroups take the
-// tiles in turn, each a whole 128 x 128 tile (two m64 wgmmas per k16 slice, 128 accumulators), so
-// that one runs its epilogue while the other's MMAs keep the tensor cores busy: the epilogue
-// (d_gate, d_up and d_prob from R and the saved pre-activation) costs as much as a quarter of a
-// tile's MMAs at K = 2048, which run alone when both warpgroups share every tile. Every stage is
-// read by the warpgroup whose tile it holds (the empty barriers count its four warps); the ring
-// holds the tiles' k-blocks in turn, so each warpgroup passes over the other's, and starts
-// waiting on its own only after the other has passed its waits of the tile before (the turn
-// barriers). The epilogue stages the pre-activation through two atom buffers of its own
+// tiles in turn, each a whole tile of 128 rows (two m64 wgmmas per k16 slice: 128 accumulators
+// in the 128-wide kernel, 192 in the 192-wide one), so that one runs its epilogue while the
+// other's MMAs keep the tensor cores busy: the epilogue (d_gate, d_up and d_prob from R and the
+// saved pre-activation) costs as much as a quarter of a tile's MMAs at K = 2048, which run
+// alone when both warpgroups share every tile. Every stage is read by the warpgroup whose tile
+// it holds (the empty barriers count its four warps); the ring holds the tiles' k-blocks in
+// turn, so each warpgroup passes over the other's, and starts waiting on its own only after the
+// other has passed its waits of the tile before (the turn barriers). The epilogue stages the pre-activation through two atom buffers of its own
 // (dglu_pingpong_sm90.cuh): while it runs, the other warpgroup's main loop has every stage.
 // Valid-row counts are refused with dGLU (the host's checks): every tile's rows are whole.
 //
@@ -1219,7 +1227,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         prefetch_dglu_tile<Cfg::kTileN>(e);
         dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
-        store_dglu_pingpong_tile<Cfg::kTileN>(e, buf, acc);
+        store_dglu_pingpong_tile<Cfg::kTileN, Cfg::kEvictFirstStreams>(e, buf, acc);
     }
 }
 

@@ -269,23 +269,35 @@ TEST_CASE("sanitizer: dglu, small cases, both activations") {
 
 namespace {
 
-// dGLU through the kernels that load the pre-activation and store d_pre by TMA, against the
-// reference and bitwise against the 128-wide kernel of the math warps' stores (the same tile,
-// the same arithmetic in the same order).
-void check_dglu_tma_case(const DgluConfig& dglu) {
+// The kernels that load the pre-activation and store d_pre by TMA, by name prefix: 128 and 192
+// columns of R, either weight layout, and the same with evict-first streams (N-major only).
+struct DgluTmaKernel {
+    const char* prefix;
+    bool n_major_only;
+};
+const DgluTmaKernel kDgluTmaKernels[] = {{"sm90_tmastore_dglu_128x128", false},
+                                         {"sm90_tmastore_dglu_128x192", false},
+                                         {"sm90_tmastore_dglu_evictfirst_128x128", true},
+                                         {"sm90_tmastore_dglu_evictfirst_128x192", true}};
+
+// dGLU through the kernel `kernel` names, against the reference and bitwise against the
+// 128-wide kernel of the math warps' stores (the same arithmetic in the same order: d_prob's
+// partials are per 64 columns of R whatever the tile width).
+void check_dglu_tma_case(const DgluConfig& dglu, const DgluTmaKernel& kernel) {
+    if (kernel.n_major_only && dglu.base.weight_layout != GGEMM_WEIGHT_LAYOUT_N_MAJOR) return;
     const DgluCase c = make_dglu_case(dglu);
     const HostCase& host_case = c.host_case;
     const Problem& problem = c.problem;
     const std::vector<uint8_t>& pre = c.pre;
     const DgluResult& reference = c.reference;
-    const std::string what = c.what + " through TMA";
+    const std::string what = c.what + " through " + kernel.prefix;
     Stream stream;
     DgluOutputs by_warps;
     {
         ScopedKernel kernel("sm90_tma_wgmma_128x128x64_s6");
         by_warps = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
     }
-    ScopedKernel kernel("sm90_tmastore_dglu_");  // a plan that cannot take one fails to be made
+    ScopedKernel scoped(kernel.prefix);  // a plan that cannot take it fails to be made
     const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
     const DgluOutputs dynamic = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_DYNAMIC, stream);
     const DgluOutputs replayed = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream, true);
@@ -314,29 +326,35 @@ TEST_CASE("dglu through TMA: bitwise equal to the math warps' stores, both activ
             dglu_config("dglu tma K-major", activation, 6, 288, 40, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
                         GGEMM_WEIGHT_LAYOUT_K_MAJOR, mix_seed(9700, index++)),
         };
-        for (const DgluConfig& dglu : cases) check_dglu_tma_case(dglu);
+        for (const DgluConfig& dglu : cases) {
+            for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
+        }
     }
 }
 
-TEST_CASE("dglu through TMA: pieces of the last round (M = 2048, N = 1152: 144 tiles of 128 columns on 132 SMs)") {
+TEST_CASE("dglu through TMA: pieces of the last round (N = 1152, 144 tiles on 132 SMs: M = 2048 at 128 columns, 3072 at 192)") {
     // K of 4 and 10 k-blocks; the last 12 tiles are cut into pieces of 64 columns.
     struct Pieces {
         int64_t k;
         uint64_t seed;
     };
-    for (const Pieces p : {Pieces{256, 9750}, Pieces{640, 9770}}) {
-        DgluConfig dglu = dglu_config("dglu tma pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, p.k, GGEMM_DTYPE_BF16,
-                                      GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, p.seed);
-        dglu.base.layout = RowLayout::kExplicit;
-        dglu.base.offsets = {512, 512, 1280, 2048};
-        dglu.base.fixed_m = 2048;
-        check_dglu_tma_case(dglu);
+    for (const DgluTmaKernel& kernel : kDgluTmaKernels) {
+        const bool wide = std::string(kernel.prefix).find("x192") != std::string::npos;
+        for (const Pieces p : {Pieces{256, 9750}, Pieces{640, 9770}}) {
+            DgluConfig dglu = dglu_config("dglu tma pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, p.k, GGEMM_DTYPE_BF16,
+                                          GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, p.seed);
+            dglu.base.layout = RowLayout::kExplicit;
+            dglu.base.offsets = wide ? std::vector<int32_t>{1024, 1024, 2048, 3072}
+                                     : std::vector<int32_t>{512, 512, 1280, 2048};
+            dglu.base.fixed_m = dglu.base.offsets.back();
+            check_dglu_tma_case(dglu, kernel);
+        }
     }
 }
 
 TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both activations and layouts") {
-    // M = 8192, N = 1536: 768 tiles of 128 columns on 132 SMs, five or six per SM, one expert
-    // empty: each warpgroup's buffer takes a tile's pre-activation while the previous tile's
+    // M = 8192, N = 1536: 768 tiles of 128 columns (512 of 192) on 132 SMs, three to six per SM,
+    // one expert empty: each warpgroup's buffer takes a tile's pre-activation while the previous tile's
     // d_pre may still be leaving it, tile after tile, the pre-activation barrier's phase with it.
     std::size_t index = 0;
     for (const int64_t k : {512, 576, 640, 1088}) {
@@ -347,14 +365,14 @@ TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both a
             dglu.base.layout = RowLayout::kExplicit;
             dglu.base.offsets = {1024, 2048, 2048, 3072, 4096, 5120, 6144, 8192};  // expert 2 empty
             dglu.base.fixed_m = 8192;
-            check_dglu_tma_case(dglu);
+            for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
         }
     }
 }
 
 TEST_CASE("dglu through TMA: several tiles per SM, K of 1 to 8 k-blocks (the stage ring's depth and under)") {
-    // M = 8192, N = 1536: 768 tiles on 132 SMs, five or six per SM. With as many k-blocks per tile
-    // as stages or fewer, a stage's fills belong to different tiles one after another: each
+    // M = 8192, N = 1536: 768 tiles (512 of 192 columns) on 132 SMs, three to six per SM. With as
+    // many k-blocks per tile as stages (six at 128 columns, four at 192) or fewer, a stage's fills belong to different tiles one after another: each
     // tile's reader must take its own fill, never the one before it.
     std::size_t index = 0;
     for (const int64_t k : {64, 256, 320, 384, 448, 512}) {
@@ -365,7 +383,7 @@ TEST_CASE("dglu through TMA: several tiles per SM, K of 1 to 8 k-blocks (the sta
         dglu.base.layout = RowLayout::kExplicit;
         dglu.base.offsets = {1024, 2048, 2048, 3072, 4096, 5120, 6144, 8192};  // expert 2 empty
         dglu.base.fixed_m = 8192;
-        check_dglu_tma_case(dglu);
+        for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
     }
 }
 
@@ -375,19 +393,20 @@ TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
         DgluConfig dglu = dglu_config("san dglu tma", activation, 4, 160, 72, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
                                       GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9790, index++));
         dglu.base.max_tokens = 300;
-        check_dglu_tma_case(dglu);
+        for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
     }
 }
 
 TEST_CASE("sanitizer: dglu through TMA, several tiles per SM") {
-    // M = 4096, N = 1024: 256 tiles on 132 SMs, two per SM on most; K = 640 (ten k-blocks).
+    // M = 4096, N = 1024: 256 tiles on 132 SMs (192 of 192 columns, the last 64 wide), two per SM
+    // on most; K = 640 (ten k-blocks).
     DgluConfig dglu = dglu_config("san dglu tma rounds", GGEMM_ACTIVATION_CLAMPED_GEGLU, 4, 1024, 640,
                                   GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9795);
     dglu.base.layout = RowLayout::kExplicit;
     dglu.base.offsets = {1024, 2048, 3072, 4096};
     dglu.base.fixed_m = 4096;
     dglu.base.sampled_rows_per_expert = 16;
-    check_dglu_tma_case(dglu);
+    for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
 }
 
 TEST_CASE("dglu: NULL alpha and prob, bitwise equal to arrays of ones") {

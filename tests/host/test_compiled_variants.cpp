@@ -146,8 +146,9 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
         CHECK(v.d_box_rows == 64);  // one math warpgroup's rows
         CHECK(v.max_experts >= 256);
     }
-    // three per weight layout, four clusters of two (test_sm90_cluster.cpp), dGLU's one per layout
-    CHECK(tma_store == 12);
+    // three per weight layout, four clusters of two (test_sm90_cluster.cpp), dGLU's two per
+    // layout and two evict-first ones (N-major)
+    CHECK(tma_store == 16);
 
     // Other outputs keep the math warps' stores; so do more experts than the offsets copy holds.
     ggemm_plan_desc desc = valid_desc();
@@ -190,6 +191,19 @@ TEST_CASE("compiled variants: dGLU with a bf16 pre-activation and d_pre takes th
             const std::string tma = layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR ? "sm90_tmastore_dglu_128x128x64_s6_nmajor"
                                                                           : "sm90_tmastore_dglu_128x128x64_s6";
             CHECK(chosen(desc, sm90_device(), 90) == tma);
+            // The 192-wide kernel (never run on a GPU) only when named; with tile_n = 192 the
+            // proven 192-wide kernel of the math warps' stores.
+            ggemm_plan plan;
+            REQUIRE(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan,
+                                      "sm90_tmastore_dglu_128x192") == GGEMM_SUCCESS);
+            CHECK(std::string(plan.variant.name) == (layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR
+                                                         ? "sm90_tmastore_dglu_128x192x64_s4_nmajor"
+                                                         : "sm90_tmastore_dglu_128x192x64_s4"));
+            CHECK_FALSE(plan.variant.proven);
+            CHECK(plan.description.find("(never run on a GPU: ranked below proven ones)") != std::string::npos);
+            desc.tile_n = 192;
+            CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_128x192x64_s5", 0) == 0);
+            desc.tile_n = 0;
             // Any other pre-activation or d_pre dtype: the math warps' stores.
             desc.glu_pre_dtype = GGEMM_DTYPE_FP32;
             CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_", 0) == 0);

@@ -411,3 +411,25 @@ TEST_CASE("a kernel-name prefix (GGEMM_KERNEL) keeps only the variants it names"
     CHECK(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "none_") ==
           GGEMM_ERROR_UNSUPPORTED_CONFIG);
 }
+
+TEST_CASE("a variant never run on a GPU ranks below every proven one, whatever its score") {
+    // The unproven 256-wide tile scores above the proven 128-wide one at N = 4096 (width 1.00
+    // against 0.95), in the score and in the fill model alike.
+    std::vector<ggemm::KernelVariant> variants = {variant("proven_128", 90, 128, 128, 1, 6),
+                                                  variant("unproven_256", 90, 128, 256, 1, 4)};
+    variants[1].proven = false;
+    for (const int64_t m : {int64_t{32768}, int64_t{1024}}) {  // many waves, and the fill model's few
+        ggemm_plan_desc desc = valid_desc();
+        desc.m_capacity = m;
+        CAPTURE(m);
+        ggemm_plan plan = plan_for(desc, variants);
+        CHECK(std::string(plan.variant.name) == "proven_128");
+        CHECK(describes(plan, "unproven_256 (never run on a GPU: ranked below proven ones)"));
+        CHECK_FALSE(describes(plan, "proven_128 (never run"));
+        // Asked for by name or by width, it serves the plan.
+        REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "unproven_") == GGEMM_SUCCESS);
+        CHECK(std::string(plan.variant.name) == "unproven_256");
+        desc.tile_n = 256;
+        CHECK(std::string(plan_for(desc, variants).variant.name) == "unproven_256");
+    }
+}

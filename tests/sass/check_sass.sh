@@ -333,14 +333,16 @@ sm100_single="${sm100_config}ELi1ELi[01]EE"
 sm100_pair="${sm100_config}ELi2ELi[01]EE"
 sm100_kmajor="${sm100_config}ELi[12]ELi0EE"
 sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
-# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m>, or the
-# plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> / GluEpilogue<Config<...>>,
-# checked as its Config.
+# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, evict-first
+# streams>, or the plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> /
+# GluEpilogue<Config<...>>, checked as its Config.
 sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
-sm90_kmajor="${sm90_config}ELi0ELi[12]EE"
-sm90_nmajor="${sm90_config}ELi1ELi[12]EE"
-sm90_single="${sm90_config}ELi[01]ELi1EE"
-sm90_cluster="${sm90_config}ELi[01]ELi2EE"
+sm90_kmajor="${sm90_config}ELi0ELi[12]ELb[01]EE"
+sm90_nmajor="${sm90_config}ELi1ELi[12]ELb[01]EE"
+sm90_single="${sm90_config}ELi[01]ELi1ELb[01]EE"
+sm90_cluster="${sm90_config}ELi[01]ELi2ELb[01]EE"
+sm90_evict_first="${sm90_config}ELi[01]ELi[12]ELb1EE"
+sm90_dglu_plain_streams="grouped_gemm_sm90_dglu.*ELi[01]ELi[12]ELb0EE"
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK' 'MUFU\.EX2' 'MUFU\.RCP'
     # dGLU: each row's pre-activation prefetched into the L2, then loaded by the row's thread.
@@ -397,6 +399,10 @@ if disassemble sm_90a; then
     check_kernels sm_90a 'grouped_gemm_sm90_dglu' 'UTMALDG\.2D' 'LDSM\.16\.M88\.4' 'STSM\.16\.M88\.4' \
         'FENCE\.VIEW\.ASYNC\.S' 'UTMASTG\.2D' 'UTMACMDFLUSH'
     check_absent sm_90a 'grouped_gemm_sm90_dglu' 'STG\.E\.128'
+    # Evict-first streams (Config's last argument): the pre-activation's loads and d_pre's stores
+    # carry the L2 policy (desc[UR]); in the other dGLU kernels no TMA copy does.
+    check_kernels sm_90a "$sm90_evict_first" 'UTMALDG\.2D [^;]*desc\[UR' 'UTMASTG\.2D [^;]*desc\[UR'
+    check_absent sm_90a "$sm90_dglu_plain_streams" 'UTMA(LDG|STG)[^;]*desc\['
     # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
     check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|192|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
         'UTMALDG\.2D' 'SYNCS\.PHASECHK' 'USETMAXREG'
@@ -408,7 +414,7 @@ if disassemble sm_90a; then
     # An fp32 output accumulated into leaves by TMA reduce-add.
     check_kernels sm_90a 'wgrad_sm90' 'UTMAREDG\.3D\.ADD'
     check_uniform_batches sm_90a 'grouped_gemm_sm90|wgrad_sm90'
-    # The weight layout is Config's last argument (...ELi1EE... is N-major): the N-major kernels
+    # The weight layout is Config's fifth argument (...ELi1ELi1ELb0EE... is N-major): the N-major kernels
     # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
     check_absent sm_90a "$sm90_kmajor" 'HGMMA[^;]*tnspB'
@@ -433,7 +439,7 @@ if disassemble sm_90a; then
     # whole-width tile two n128 register blocks (never one n256 wgmma).
     glu_instances="$(ls "$work/sm_90a" | grep 'INS0_11GluEpilogue')"
     if [[ "$(grep -c . <<< "$glu_instances")" -eq 1 &&
-          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1EE ]]; then
+          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1ELb0EE ]]; then
         pass "sm_90a: one GLU instance, of the 256-wide half-tile kernel"
     else
         fail "sm_90a: GLU instances: ${glu_instances:-none} (expected the 256-wide half-tile kernel's alone)"
@@ -517,6 +523,8 @@ if [[ -n "$nvcc" ]]; then
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
             'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'ELECT ' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4' \
             'LDSM\.16\.M88\.4' 'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP'
+        # ptx/cache_policy.cuh's policy on a TMA load and a TMA store: the cache-hint operand (desc[UR]).
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' 'UTMALDG\.2D [^;]*desc\[UR' 'UTMASTG\.2D [^;]*desc\[UR'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'

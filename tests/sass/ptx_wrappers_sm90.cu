@@ -1,5 +1,5 @@
 // Compile-only: kernels that call every wrapper of ptx/mbarrier.cuh, tma.h, fence.h, cluster.h,
-// barrier.h, prefetch.cuh, load.cuh, math.cuh and wgmma.h, including forms the SM90 kernel does not use yet
+// barrier.h, cache_policy.cuh, prefetch.cuh, load.cuh, math.cuh and wgmma.h, including forms the SM90 kernel does not use yet
 // (multicast loads, TMA stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
 // elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
 // the SASS each wrapper must produce. Never linked, never run.
@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ptx/barrier.cuh"
+#include "ptx/cache_policy.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/ldmatrix.cuh"
@@ -38,6 +39,8 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         tma_load_3d(tile + 8192, &map, &bar, 0, 0, 0);
         tma_load_2d_multicast(tile, &map, &bar, 0x3, 64, 0);
         tma_load_3d_multicast(tile, &map, &bar, 0x3, 64, 0, 1);
+        const uint64_t evict_first = l2_policy_evict_first();
+        tma_load_2d_hinted(tile, &map, &bar, 128, 0, evict_first);
         mbarrier_wait(&bar, 0);
         mbarrier_arrive(&bar);
         mbarrier_arrive_count(&bar, 4);
@@ -47,6 +50,7 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
         fence_proxy_async_shared();
         tma_store_2d(&map, tile, 0, 0);
         tma_store_3d(&map, tile, 0, 0, 0);
+        tma_store_2d_hinted(&map, tile, 64, 0, evict_first);
         tma_store_commit();
         tma_store_wait_read<0>();
         tma_store_wait<0>();
