@@ -53,6 +53,11 @@
 #            descriptors from uniform registers: no R2UR or WARPSYNC between WARPGROUP.ARRIVE and
 #            the batch's last HGMMA (gsb0). A branch the compiler cannot prove warp-uniform moves
 #            the main loop's state to per-thread registers, which cost 2-3 % on the suite's small-K cases
+#            After each setmaxnreg (USETMAXREG.DEALLOC / TRY_ALLOC N) the code reachable from it
+#            names only registers R0 .. R(N-1) (setmaxnreg_regions.py; needs python3): the
+#            producers' 56 (24 in the 192-wide dGLU kernels) and the math warps' 224 (240)
+#            The dGLU kernels with evict-first streams (Config's last argument true) carry the L2
+#            policy on their 2D TMA loads and stores (desc[UR]); the other dGLU kernels on none
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
@@ -273,6 +278,30 @@ check_none_counted() {
     fi
 }
 
+# check_setmaxnreg_regions SET NAME_PATTERN: in every function whose name matches, the code after
+# each setmaxnreg uses no register at or past the count it sets (setmaxnreg_regions.py).
+check_setmaxnreg_regions() {
+    local arch="$1" pattern="$2" file name report found=0
+    if ! command -v python3 >/dev/null; then
+        echo "check_sass: skipped: the registers after setmaxnreg (no python3)"
+        return
+    fi
+    for file in "$work/$arch"/*.sass; do
+        [[ -e "$file" ]] || continue
+        name="$(basename "$file" .sass)"
+        [[ "$name" =~ $pattern ]] || continue
+        found=$((found + 1))
+        if report="$(python3 "$here/setmaxnreg_regions.py" "$file")"; then
+            pass "$arch $name: after setmaxnreg: $(tr '\n' ';' <<< "$report")"
+        else
+            fail "$arch $name: registers past a setmaxnreg count: $(tr '\n' ';' <<< "$report")"
+        fi
+    done
+    if [[ $found -eq 0 ]]; then
+        fail "$arch: no kernel matching '$pattern' in $library"
+    fi
+}
+
 # check_uniform_batches SET NAME_PATTERN: in every function whose name matches, no R2UR or
 # WARPSYNC lies between a WARPGROUP.ARRIVE and the HGMMA that closes its batch (gsb0).
 check_uniform_batches() {
@@ -414,6 +443,7 @@ if disassemble sm_90a; then
     # An fp32 output accumulated into leaves by TMA reduce-add.
     check_kernels sm_90a 'wgrad_sm90' 'UTMAREDG\.3D\.ADD'
     check_uniform_batches sm_90a 'grouped_gemm_sm90|wgrad_sm90'
+    check_setmaxnreg_regions sm_90a 'grouped_gemm_sm90|wgrad_sm90'
     # The weight layout is Config's fifth argument (...ELi1ELi1ELb0EE... is N-major): the N-major kernels
     # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
