@@ -354,8 +354,9 @@ TEST_CASE("dglu through TMA: pieces of the last round (N = 1152, 144 tiles on 13
 
 TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both activations and layouts") {
     // M = 8192, N = 1536: 768 tiles of 128 columns (512 of 192) on 132 SMs, three to six per SM,
-    // one expert empty: each warpgroup's buffer takes a tile's pre-activation while the previous tile's
-    // d_pre may still be leaving it, tile after tile, the pre-activation barrier's phase with it.
+    // one expert empty: each warpgroup's buffer takes a tile's pre-activation while the previous
+    // tile's d_pre may still be leaving it, tile after tile, the pre-activation barrier's phase
+    // with it.
     std::size_t index = 0;
     for (const int64_t k : {512, 576, 640, 1088}) {
         for (const int32_t layout : {GGEMM_WEIGHT_LAYOUT_N_MAJOR, GGEMM_WEIGHT_LAYOUT_K_MAJOR}) {
@@ -372,8 +373,9 @@ TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both a
 
 TEST_CASE("dglu through TMA: several tiles per SM, K of 1 to 8 k-blocks (the stage ring's depth and under)") {
     // M = 8192, N = 1536: 768 tiles (512 of 192 columns) on 132 SMs, three to six per SM. With as
-    // many k-blocks per tile as stages (six at 128 columns, four at 192) or fewer, a stage's fills belong to different tiles one after another: each
-    // tile's reader must take its own fill, never the one before it.
+    // many k-blocks per tile as stages (six at 128 columns, four at 192) or fewer, a stage's fills
+    // belong to different tiles one after another: each tile's reader must take its own fill,
+    // never the one before it.
     std::size_t index = 0;
     for (const int64_t k : {64, 256, 320, 384, 448, 512}) {
         const int32_t activation = index % 2 ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
@@ -398,8 +400,8 @@ TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
 }
 
 TEST_CASE("sanitizer: dglu through TMA, several tiles per SM") {
-    // M = 4096, N = 1024: 256 tiles on 132 SMs (192 of 192 columns, the last 64 wide), two per SM
-    // on most; K = 640 (ten k-blocks).
+    // M = 4096, N = 1024: 256 tiles of 128 columns on 132 SMs, two per SM on most (192 tiles of
+    // 192 columns, the last column of them 64 wide); K = 640 (ten k-blocks).
     DgluConfig dglu = dglu_config("san dglu tma rounds", GGEMM_ACTIVATION_CLAMPED_GEGLU, 4, 1024, 640,
                                   GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, 9795);
     dglu.base.layout = RowLayout::kExplicit;
