@@ -273,42 +273,47 @@ namespace {
 // columns of R, either weight layout, and the same with evict-first streams (N-major only).
 struct DgluTmaKernel {
     const char* prefix;
+    int32_t tile_n;
     bool n_major_only;
 };
-const DgluTmaKernel kDgluTmaKernels[] = {{"sm90_tmastore_dglu_128x128", false},
-                                         {"sm90_tmastore_dglu_128x192", false},
-                                         {"sm90_tmastore_dglu_evictfirst_128x128", true},
-                                         {"sm90_tmastore_dglu_evictfirst_128x192", true}};
+const DgluTmaKernel kDgluTmaKernels[] = {{"sm90_tmastore_dglu_128x128", 128, false},
+                                         {"sm90_tmastore_dglu_128x192", 192, false},
+                                         {"sm90_tmastore_dglu_evictfirst_128x128", 128, true},
+                                         {"sm90_tmastore_dglu_evictfirst_128x192", 192, true}};
 
-// dGLU through the kernel `kernel` names, against the reference and bitwise against the
-// 128-wide kernel of the math warps' stores (the same arithmetic in the same order: d_prob's
-// partials are per 64 columns of R whatever the tile width).
-void check_dglu_tma_case(const DgluConfig& dglu, const DgluTmaKernel& kernel) {
-    if (kernel.n_major_only && dglu.base.weight_layout != GGEMM_WEIGHT_LAYOUT_N_MAJOR) return;
+// dGLU through each of those kernels that can take the case (of tile width `tile_n`; 0: every
+// width), against the reference and bitwise against the 128-wide kernel of the math warps'
+// stores (the same arithmetic in the same order: d_prob's partials are per 64 columns of R
+// whatever the tile width).
+void check_dglu_tma_case(const DgluConfig& dglu, int32_t tile_n = 0) {
     const DgluCase c = make_dglu_case(dglu);
     const HostCase& host_case = c.host_case;
     const Problem& problem = c.problem;
     const std::vector<uint8_t>& pre = c.pre;
     const DgluResult& reference = c.reference;
-    const std::string what = c.what + " through " + kernel.prefix;
     Stream stream;
     DgluOutputs by_warps;
     {
         ScopedKernel kernel("sm90_tma_wgmma_128x128x64_s6");
         by_warps = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
     }
-    ScopedKernel scoped(kernel.prefix);  // a plan that cannot take it fails to be made
-    const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
-    const DgluOutputs dynamic = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_DYNAMIC, stream);
-    const DgluOutputs replayed = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream, true);
-    verify_dglu(what + " [static]", host_case, problem, reference, first);
-    verify_dglu(what + " [dynamic]", host_case, problem, reference, dynamic);
-    CHECK_MESSAGE(first.d_pre == by_warps.d_pre, what << ": d_pre differs from the math warps' stores");
-    CHECK_MESSAGE(first.d_prob == by_warps.d_prob, what << ": d_prob differs from the math warps' stores");
-    CHECK_MESSAGE(first.d_pre == dynamic.d_pre, what << ": d_pre differs between the schedulers");
-    CHECK_MESSAGE(first.d_prob == dynamic.d_prob, what << ": d_prob differs between the schedulers");
-    CHECK_MESSAGE(first.d_pre == replayed.d_pre, what << ": d_pre differs in a graph replay");
-    CHECK_MESSAGE(first.d_prob == replayed.d_prob, what << ": d_prob differs in a graph replay");
+    for (const DgluTmaKernel& kernel : kDgluTmaKernels) {
+        if (tile_n != 0 && kernel.tile_n != tile_n) continue;
+        if (kernel.n_major_only && dglu.base.weight_layout != GGEMM_WEIGHT_LAYOUT_N_MAJOR) continue;
+        const std::string what = c.what + " through " + kernel.prefix;
+        ScopedKernel scoped(kernel.prefix);  // a plan that cannot take it fails to be made
+        const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);
+        const DgluOutputs dynamic = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_DYNAMIC, stream);
+        const DgluOutputs replayed = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream, true);
+        verify_dglu(what + " [static]", host_case, problem, reference, first);
+        verify_dglu(what + " [dynamic]", host_case, problem, reference, dynamic);
+        CHECK_MESSAGE(first.d_pre == by_warps.d_pre, what << ": d_pre differs from the math warps' stores");
+        CHECK_MESSAGE(first.d_prob == by_warps.d_prob, what << ": d_prob differs from the math warps' stores");
+        CHECK_MESSAGE(first.d_pre == dynamic.d_pre, what << ": d_pre differs between the schedulers");
+        CHECK_MESSAGE(first.d_prob == dynamic.d_prob, what << ": d_prob differs between the schedulers");
+        CHECK_MESSAGE(first.d_pre == replayed.d_pre, what << ": d_pre differs in a graph replay");
+        CHECK_MESSAGE(first.d_prob == replayed.d_prob, what << ": d_prob differs in a graph replay");
+    }
 }
 
 }  // namespace
@@ -326,9 +331,7 @@ TEST_CASE("dglu through TMA: bitwise equal to the math warps' stores, both activ
             dglu_config("dglu tma K-major", activation, 6, 288, 40, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
                         GGEMM_WEIGHT_LAYOUT_K_MAJOR, mix_seed(9700, index++)),
         };
-        for (const DgluConfig& dglu : cases) {
-            for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
-        }
+        for (const DgluConfig& dglu : cases) check_dglu_tma_case(dglu);
     }
 }
 
@@ -338,16 +341,15 @@ TEST_CASE("dglu through TMA: pieces of the last round (N = 1152, 144 tiles on 13
         int64_t k;
         uint64_t seed;
     };
-    for (const DgluTmaKernel& kernel : kDgluTmaKernels) {
-        const bool wide = std::string(kernel.prefix).find("x192") != std::string::npos;
+    for (const int32_t tile_n : {128, 192}) {
         for (const Pieces p : {Pieces{256, 9750}, Pieces{640, 9770}}) {
             DgluConfig dglu = dglu_config("dglu tma pieces", GGEMM_ACTIVATION_SWIGLU, 4, 1152, p.k, GGEMM_DTYPE_BF16,
                                           GGEMM_DTYPE_BF16, GGEMM_WEIGHT_LAYOUT_N_MAJOR, p.seed);
             dglu.base.layout = RowLayout::kExplicit;
-            dglu.base.offsets = wide ? std::vector<int32_t>{1024, 1024, 2048, 3072}
-                                     : std::vector<int32_t>{512, 512, 1280, 2048};
+            dglu.base.offsets = tile_n == 192 ? std::vector<int32_t>{1024, 1024, 2048, 3072}
+                                              : std::vector<int32_t>{512, 512, 1280, 2048};
             dglu.base.fixed_m = dglu.base.offsets.back();
-            check_dglu_tma_case(dglu, kernel);
+            check_dglu_tma_case(dglu, tile_n);
         }
     }
 }
@@ -366,7 +368,7 @@ TEST_CASE("dglu through TMA: several tiles per SM, K of 8 to 17 k-blocks, both a
             dglu.base.layout = RowLayout::kExplicit;
             dglu.base.offsets = {1024, 2048, 2048, 3072, 4096, 5120, 6144, 8192};  // expert 2 empty
             dglu.base.fixed_m = 8192;
-            for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
+            check_dglu_tma_case(dglu);
         }
     }
 }
@@ -385,7 +387,7 @@ TEST_CASE("dglu through TMA: several tiles per SM, K of 1 to 8 k-blocks (the sta
         dglu.base.layout = RowLayout::kExplicit;
         dglu.base.offsets = {1024, 2048, 2048, 3072, 4096, 5120, 6144, 8192};  // expert 2 empty
         dglu.base.fixed_m = 8192;
-        for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
+        check_dglu_tma_case(dglu);
     }
 }
 
@@ -395,7 +397,7 @@ TEST_CASE("sanitizer: dglu through TMA, small cases, both activations") {
         DgluConfig dglu = dglu_config("san dglu tma", activation, 4, 160, 72, GGEMM_DTYPE_BF16, GGEMM_DTYPE_BF16,
                                       GGEMM_WEIGHT_LAYOUT_N_MAJOR, mix_seed(9790, index++));
         dglu.base.max_tokens = 300;
-        for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
+        check_dglu_tma_case(dglu);
     }
 }
 
@@ -408,7 +410,7 @@ TEST_CASE("sanitizer: dglu through TMA, several tiles per SM") {
     dglu.base.offsets = {1024, 2048, 3072, 4096};
     dglu.base.fixed_m = 4096;
     dglu.base.sampled_rows_per_expert = 16;
-    for (const DgluTmaKernel& kernel : kDgluTmaKernels) check_dglu_tma_case(dglu, kernel);
+    check_dglu_tma_case(dglu);
 }
 
 TEST_CASE("dglu: NULL alpha and prob, bitwise equal to arrays of ones") {
