@@ -185,10 +185,17 @@ using Tile128DgluNMajor = sm90::Config<128, 6, sm90::Output::kTmaStore, 256, kNM
 // against 2 / 128), four stages beside the buffers. Not yet run on a GPU.
 using Tile192Dglu = sm90::Config<192, 4, sm90::Output::kTmaStore, 384>;
 using Tile192DgluNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 384, kNMajor>;
-// Both widths with the pre-activation's loads and d_pre's stores evict-first in the L2
-// (Config::kEvictFirstStreams), N-major (the layout of a dgrad's weights). Not yet run on a GPU.
-using Tile128DgluEvictFirstNMajor = sm90::Config<128, 6, sm90::Output::kTmaStore, 256, kNMajor, 1, true>;
-using Tile192DgluEvictFirstNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 384, kNMajor, 1, true>;
+// Both widths with the pre-activation's loads and d_pre's stores evict-first in the L2, the
+// tile's pre-activation prefetched at its start, late in its main loop, or not at all
+// (sm90::PreL2), N-major (the layout of a dgrad's weights). Not yet run on a GPU.
+template <int kTileN, sm90::PreL2 kPreL2>
+using DgluNMajor = sm90::Config<kTileN, kTileN == 128 ? 6 : 4, sm90::Output::kTmaStore, 2 * kTileN, kNMajor, 1, kPreL2>;
+using Tile128DgluEvictFirstNMajor = DgluNMajor<128, sm90::PreL2::kEvictFirst>;
+using Tile192DgluEvictFirstNMajor = DgluNMajor<192, sm90::PreL2::kEvictFirst>;
+using Tile128DgluLatePrefetchNMajor = DgluNMajor<128, sm90::PreL2::kEvictFirstLatePrefetch>;
+using Tile192DgluLatePrefetchNMajor = DgluNMajor<192, sm90::PreL2::kEvictFirstLatePrefetch>;
+using Tile128DgluUnprefetchedNMajor = DgluNMajor<128, sm90::PreL2::kEvictFirstUnprefetched>;
+using Tile192DgluUnprefetchedNMajor = DgluNMajor<192, sm90::PreL2::kEvictFirstUnprefetched>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -217,6 +224,14 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile192DgluNMajor>("sm90_tmastore_dglu_128x192x64_s4_nmajor", /*proven=*/false),
     sm90_variant<Tile128DgluEvictFirstNMajor>("sm90_tmastore_dglu_evictfirst_128x128x64_s6_nmajor", /*proven=*/false),
     sm90_variant<Tile192DgluEvictFirstNMajor>("sm90_tmastore_dglu_evictfirst_128x192x64_s4_nmajor", /*proven=*/false),
+    sm90_variant<Tile128DgluLatePrefetchNMajor>("sm90_tmastore_dglu_evictfirst_lateprefetch_128x128x64_s6_nmajor",
+                                                /*proven=*/false),
+    sm90_variant<Tile192DgluLatePrefetchNMajor>("sm90_tmastore_dglu_evictfirst_lateprefetch_128x192x64_s4_nmajor",
+                                                /*proven=*/false),
+    sm90_variant<Tile128DgluUnprefetchedNMajor>("sm90_tmastore_dglu_evictfirst_unprefetched_128x128x64_s6_nmajor",
+                                                /*proven=*/false),
+    sm90_variant<Tile192DgluUnprefetchedNMajor>("sm90_tmastore_dglu_evictfirst_unprefetched_128x192x64_s4_nmajor",
+                                                /*proven=*/false),
 };
 
 }  // namespace

@@ -13,8 +13,9 @@
 // The atoms go block by block, each R 32-column block's top 64 rows, then its bottom 64 (the
 // pre-activation's 64 columns 2 n_begin + 64 block ..): a half's atoms always use the same
 // buffer. The tile's rows are prefetched into the L2 when it starts, so the loads find them
-// there. In the kernels of Config::kEvictFirstStreams the loads of step 1 and the stores of step
-// 3 carry an L2 evict-first policy (DgluStreams).
+// there. Config::kPreL2 chooses otherwise: the loads of step 1 and the stores of step 3 with an
+// L2 evict-first policy (DgluStreams), the prefetch then at the tile's start, near the end of its
+// main loop, or none (PreL2).
 //
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh,
 // dglu_pair): the same bits as the other dGLU designs. Bank conflicts: each 8 x 8 matrix of an
@@ -45,6 +46,18 @@ namespace ggemm::sm90 {
 // Atom buffers per math warpgroup.
 constexpr int kDgluBufferAtoms = 2;
 
+// How the saved pre-activation and d_pre pass the L2. A tile's pre-activation is prefetched into
+// the L2 (prefetch_dglu_tile) when the tile starts, or kLatePrefetchBlocks k-blocks before its
+// main loop ends (it then sits in the L2 for those k-blocks only, not beside the operands of the
+// whole main loop), or not at all (the loads go to memory: the epilogue runs beside the other
+// warpgroup's main loop, which covers their latency); evict-first: the loads and stores carry an
+// L2 evict-first policy, so that the L2 keeps the operands, which are read again, over these
+// lines, read or written once.
+enum class PreL2 { kPrefetchAtStart, kEvictFirst, kEvictFirstLatePrefetch, kEvictFirstUnprefetched };
+constexpr int32_t kLatePrefetchBlocks = 8;
+
+constexpr bool evict_first(PreL2 policy) { return policy != PreL2::kPrefetchAtStart; }
+
 // What one warpgroup's epilogue of a ping-pong tile needs besides the accumulators.
 struct DgluRowsEpilogue {
     EpilogueTile t;
@@ -65,7 +78,7 @@ struct DgluBuffers {
 };
 
 // The pre-activation's loads and d_pre's stores, by thread 0: plain, or with an L2 evict-first
-// policy (Config::kEvictFirstStreams).
+// policy (PreL2).
 template <bool kEvictFirst>
 struct DgluStreams {
     __device__ __forceinline__ void load(void* atom, const CUtensorMap* map, uint64_t* full, int32_t c0,

@@ -57,11 +57,10 @@ enum class Output { kWarpStores, kTmaStore };
 // stage's B tile is loaded and described to wgmma (operand_layout.h). Output design and weight
 // layout are compile-time properties: each combination is its own kernel. kClusterM: CTAs per
 // cluster along M (1, or 2 to multicast the weight tile to both halves of a 256-row tile).
-// kEvictFirstStreams (dGLU through TMA only): the saved pre-activation's loads and d_pre's stores
-// carry an L2 evict-first policy, so that the L2 keeps the operands, which are read again, over
-// these lines, which are read or written once.
+// kPreL2 (dGLU through TMA only): how the saved pre-activation and d_pre pass the L2
+// (dglu_pingpong_sm90.cuh).
 template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0,
-          int kWeightLayout_ = kKMajor, int kClusterM_ = 1, bool kEvictFirstStreams_ = false>
+          int kWeightLayout_ = kKMajor, int kClusterM_ = 1, PreL2 kPreL2_ = PreL2::kPrefetchAtStart>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
@@ -85,7 +84,7 @@ struct Config {
     // (K-major: kBPartRows rows of N; N-major: every kClusterM-th 64-column box) for all of them.
     static constexpr int kClusterM = kClusterM_;
     static constexpr int kScheduleTileM = kTileM * kClusterM;
-    static constexpr bool kEvictFirstStreams = kEvictFirstStreams_;
+    static constexpr PreL2 kPreL2 = kPreL2_;
     // Whether the kernel can split K (kernels/common/split_k.h): not in clusters, where both CTAs
     // would count their partials on one tile's counters, nor 32 wide (split_k.h sizes the
     // counters and the 32-bit work-item count for tiles of 64 columns or more).
@@ -178,7 +177,8 @@ struct Config {
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
                   "N-major B is loaded in boxes of 64 columns");
     static_assert(kClusterM == 1 || kClusterM == 2, "one CTA, or two along M sharing the weight tile");
-    static_assert(!kEvictFirstStreams || kTmaStoreDglu, "only dGLU through TMA streams a pre-activation");
+    static_assert(kPreL2 == PreL2::kPrefetchAtStart || kTmaStoreDglu,
+                  "only dGLU through TMA streams a pre-activation");
     static_assert(kSegmentAlignment % kScheduleTileM == 0, "a cluster's tile never straddles two experts");
     static_assert(kBPartRows * kBlockK * 2 % 1024 == 0, "each CTA's part of B starts on a swizzle atom");
 };
@@ -1138,11 +1138,14 @@ __device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase,
 
 // A warpgroup's main loop over its whole tile: each k-block as two m64 wgmma batches, one per
 // 64-row half of A, on acc[0 .. kTileN / 2) and acc[kTileN / 2 .. kTileN). A piece of the last
-// round computes the tile's full width too (its epilogue reads only its columns).
+// round computes the tile's full width too (its epilogue reads only its columns). With
+// PreL2::kEvictFirstLatePrefetch it prefetches the tile's pre-activation (e's rows) into the L2
+// behind the wgmmas of the k-block kLatePrefetchBlocks before the end.
 template <class Cfg>
-__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
-                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase,
-                                               uint64_t* next_turn) {
+__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, const DgluRowsEpilogue& e, int32_t k_blocks,
+                                               int lane, float (&acc)[Cfg::kTileN], uint32_t& stage,
+                                               uint32_t& phase, uint64_t* next_turn) {
+    const int32_t prefetch_kb = k_blocks > kLatePrefetchBlocks ? k_blocks - kLatePrefetchBlocks : 0;
     auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
     auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
     uint32_t previous_stage = 0;
@@ -1156,6 +1159,9 @@ __device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_
         issue_stage<Cfg, Cfg::kTileN>(first_top, stage, top, kb > 0);
         issue_stage<Cfg, Cfg::kTileN>(first_bottom, stage, bottom, kb > 0);
         ptx::wgmma_commit();
+        if constexpr (Cfg::kPreL2 == PreL2::kEvictFirstLatePrefetch) {
+            if (kb == prefetch_kb) prefetch_dglu_tile<Cfg::kTileN>(e);
+        }
         fence_operands(acc);
         if (kb > 0) {
             ptx::wgmma_wait<1>();
@@ -1224,10 +1230,12 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         e.row_begin = tile.row_begin;
         e.n_begin = tile.n_begin;
         e.width = tile.n_width;
-        prefetch_dglu_tile<Cfg::kTileN>(e);
-        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
+        if constexpr (Cfg::kPreL2 == PreL2::kPrefetchAtStart || Cfg::kPreL2 == PreL2::kEvictFirst) {
+            prefetch_dglu_tile<Cfg::kTileN>(e);
+        }
+        dglu_main_loop<Cfg>(s, e, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
-        store_dglu_pingpong_tile<Cfg::kTileN, Cfg::kEvictFirstStreams>(e, buf, acc);
+        store_dglu_pingpong_tile<Cfg::kTileN, evict_first(Cfg::kPreL2)>(e, buf, acc);
     }
 }
 

@@ -270,7 +270,8 @@ TEST_CASE("sanitizer: dglu, small cases, both activations") {
 namespace {
 
 // The kernels that load the pre-activation and store d_pre by TMA, by name prefix: 128 and 192
-// columns of R, either weight layout, and the same with evict-first streams (N-major only).
+// columns of R, either weight layout, and the same with evict-first streams and each timing of
+// the L2 prefetch (N-major only).
 struct DgluTmaKernel {
     const char* prefix;
     int32_t tile_n;
@@ -279,7 +280,11 @@ struct DgluTmaKernel {
 const DgluTmaKernel kDgluTmaKernels[] = {{"sm90_tmastore_dglu_128x128", 128, false},
                                          {"sm90_tmastore_dglu_128x192", 192, false},
                                          {"sm90_tmastore_dglu_evictfirst_128x128", 128, true},
-                                         {"sm90_tmastore_dglu_evictfirst_128x192", 192, true}};
+                                         {"sm90_tmastore_dglu_evictfirst_128x192", 192, true},
+                                         {"sm90_tmastore_dglu_evictfirst_lateprefetch_128x128", 128, true},
+                                         {"sm90_tmastore_dglu_evictfirst_lateprefetch_128x192", 192, true},
+                                         {"sm90_tmastore_dglu_evictfirst_unprefetched_128x128", 128, true},
+                                         {"sm90_tmastore_dglu_evictfirst_unprefetched_128x192", 192, true}};
 
 // dGLU through each of those kernels that can take the case (of tile width `tile_n`; 0: every
 // width), against the reference and bitwise against the 128-wide kernel of the math warps'

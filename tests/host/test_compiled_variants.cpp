@@ -147,8 +147,8 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
         CHECK(v.max_experts >= 256);
     }
     // three per weight layout, four clusters of two (test_sm90_cluster.cpp), dGLU's two per
-    // layout and two evict-first ones (N-major)
-    CHECK(tma_store == 16);
+    // layout and six with evict-first streams (N-major: two widths, three prefetch timings)
+    CHECK(tma_store == 20);
 
     // Other outputs keep the math warps' stores; so do more experts than the offsets copy holds.
     ggemm_plan_desc desc = valid_desc();

@@ -56,8 +56,8 @@
 #            After each setmaxnreg (USETMAXREG.DEALLOC / TRY_ALLOC N) the code reachable from it
 #            names only registers R0 .. R(N-1) (setmaxnreg_regions.py; needs python3): the
 #            producers' 56 (24 in the 192-wide dGLU kernels) and the math warps' 224 (240)
-#            The dGLU kernels with evict-first streams (Config's last argument true) carry the L2
-#            policy on their 2D TMA loads and stores (desc[UR]); the other dGLU kernels on none
+#            The dGLU kernels with evict-first streams (Config's last argument PreL2 1-3) carry the
+#            L2 policy on their 2D TMA loads and stores (desc[UR]); the other dGLU kernels on none
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
@@ -362,16 +362,16 @@ sm100_single="${sm100_config}ELi1ELi[01]EE"
 sm100_pair="${sm100_config}ELi2ELi[01]EE"
 sm100_kmajor="${sm100_config}ELi[12]ELi0EE"
 sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
-# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, evict-first
-# streams>, or the plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> /
-# GluEpilogue<Config<...>>, checked as its Config.
+# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, PreL2>, or
+# the plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> / GluEpilogue<Config<...>>,
+# checked as its Config.
 sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
-sm90_kmajor="${sm90_config}ELi0ELi[12]ELb[01]EE"
-sm90_nmajor="${sm90_config}ELi1ELi[12]ELb[01]EE"
-sm90_single="${sm90_config}ELi[01]ELi1ELb[01]EE"
-sm90_cluster="${sm90_config}ELi[01]ELi2ELb[01]EE"
-sm90_evict_first="${sm90_config}ELi[01]ELi[12]ELb1EE"
-sm90_dglu_plain_streams="grouped_gemm_sm90_dglu.*ELi[01]ELi[12]ELb0EE"
+sm90_kmajor="${sm90_config}ELi0ELi[12]ELNS0_5PreL2E[0-3]EE"
+sm90_nmajor="${sm90_config}ELi1ELi[12]ELNS0_5PreL2E[0-3]EE"
+sm90_single="${sm90_config}ELi[01]ELi1ELNS0_5PreL2E[0-3]EE"
+sm90_cluster="${sm90_config}ELi[01]ELi2ELNS0_5PreL2E[0-3]EE"
+sm90_evict_first="${sm90_config}ELi[01]ELi[12]ELNS0_5PreL2E[1-3]EE"
+sm90_dglu_plain_streams="grouped_gemm_sm90_dglu.*ELi[01]ELi[12]ELNS0_5PreL2E0EE"
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK' 'MUFU\.EX2' 'MUFU\.RCP'
     # dGLU: each row's pre-activation prefetched into the L2, then loaded by the row's thread.
@@ -428,8 +428,8 @@ if disassemble sm_90a; then
     check_kernels sm_90a 'grouped_gemm_sm90_dglu' 'UTMALDG\.2D' 'LDSM\.16\.M88\.4' 'STSM\.16\.M88\.4' \
         'FENCE\.VIEW\.ASYNC\.S' 'UTMASTG\.2D' 'UTMACMDFLUSH'
     check_absent sm_90a 'grouped_gemm_sm90_dglu' 'STG\.E\.128'
-    # Evict-first streams (Config's last argument): the pre-activation's loads and d_pre's stores
-    # carry the L2 policy (desc[UR]); in the other dGLU kernels no TMA copy does.
+    # Evict-first streams (Config's last argument, PreL2 1-3): the pre-activation's loads and
+    # d_pre's stores carry the L2 policy (desc[UR]); in the other dGLU kernels no TMA copy does.
     check_kernels sm_90a "$sm90_evict_first" 'UTMALDG\.2D [^;]*desc\[UR' 'UTMASTG\.2D [^;]*desc\[UR'
     check_absent sm_90a "$sm90_dglu_plain_streams" 'UTMA(LDG|STG)[^;]*desc\['
     # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
@@ -444,8 +444,8 @@ if disassemble sm_90a; then
     check_kernels sm_90a 'wgrad_sm90' 'UTMAREDG\.3D\.ADD'
     check_uniform_batches sm_90a 'grouped_gemm_sm90|wgrad_sm90'
     check_setmaxnreg_regions sm_90a 'grouped_gemm_sm90|wgrad_sm90'
-    # The weight layout is Config's fifth argument (...ELi1ELi1ELb0EE... is N-major): the N-major kernels
-    # read B transposed (HGMMA ... .tnspB), the K-major ones never do.
+    # The weight layout is Config's fifth argument (...ELi1ELi1ELNS0_5PreL2E0EE... is N-major): the
+    # N-major kernels read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
     check_absent sm_90a "$sm90_kmajor" 'HGMMA[^;]*tnspB'
     # Clusters of two: B multicast to both CTAs, the stage released in both, the cluster barrier
@@ -469,7 +469,7 @@ if disassemble sm_90a; then
     # whole-width tile two n128 register blocks (never one n256 wgmma).
     glu_instances="$(ls "$work/sm_90a" | grep 'INS0_11GluEpilogue')"
     if [[ "$(grep -c . <<< "$glu_instances")" -eq 1 &&
-          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1ELb0EE ]]; then
+          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1ELNS0_5PreL2E0EE ]]; then
         pass "sm_90a: one GLU instance, of the 256-wide half-tile kernel"
     else
         fail "sm_90a: GLU instances: ${glu_instances:-none} (expected the 256-wide half-tile kernel's alone)"
