@@ -49,10 +49,9 @@ constexpr int kDgluBufferAtoms = 2;
 // How the saved pre-activation and d_pre pass the L2. A tile's pre-activation is prefetched into
 // the L2 (prefetch_dglu_tile) when the tile starts, or kLatePrefetchBlocks k-blocks before its
 // main loop ends (it then sits in the L2 for those k-blocks only, not beside the operands of the
-// whole main loop), or not at all (the loads go to memory: the epilogue runs beside the other
-// warpgroup's main loop, which covers their latency); evict-first: the loads and stores carry an
-// L2 evict-first policy, so that the L2 keeps the operands, which are read again, over these
-// lines, read or written once.
+// whole main loop), or not at all (the loads then go to memory, while the other warpgroup's
+// main loop runs); evict-first: the loads and stores carry an L2 evict-first policy, so that the
+// L2 keeps the operands, which are read again, over these lines, read or written once.
 enum class PreL2 { kPrefetchAtStart, kEvictFirst, kEvictFirstLatePrefetch, kEvictFirstUnprefetched };
 constexpr int32_t kLatePrefetchBlocks = 8;
 
