@@ -176,26 +176,25 @@ using Tile256HalvesCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, 
 using Tile256WholeCluster = sm90::Config<256, 3, sm90::Output::kTmaStore, 256, kKMajor, 2>;
 using Tile192WholeCluster = sm90::Config<192, 4, sm90::Output::kTmaStore, 192, kKMajor, 2>;
 using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore, 128, kNMajor, 2>;
-// dGLU through TMA: 128 columns of R, each math warpgroup a whole tile in turn; their 256
-// pre-activation columns pass through the warpgroup's two 8 KB atom buffers (32 KB for both
-// warpgroups, a stage's room), beside six stages.
-using Tile128Dglu = sm90::Config<128, 6, sm90::Output::kTmaStore, 256>;
-using Tile128DgluNMajor = sm90::Config<128, 6, sm90::Output::kTmaStore, 256, kNMajor>;
-// 192 columns of R: a sixth less operand traffic per output than 128 ((128 + 192) / (128 x 192)
-// against 2 / 128), four stages beside the buffers. Not yet run on a GPU.
-using Tile192Dglu = sm90::Config<192, 4, sm90::Output::kTmaStore, 384>;
-using Tile192DgluNMajor = sm90::Config<192, 4, sm90::Output::kTmaStore, 384, kNMajor>;
-// Both widths with the pre-activation's loads and d_pre's stores evict-first in the L2, the
-// tile's pre-activation prefetched at its start, late in its main loop, or not at all
-// (sm90::PreL2), N-major (the layout of a dgrad's weights). Not yet run on a GPU.
-template <int kTileN, sm90::PreL2 kPreL2>
-using DgluNMajor = sm90::Config<kTileN, kTileN == 128 ? 6 : 4, sm90::Output::kTmaStore, 2 * kTileN, kNMajor, 1, kPreL2>;
-using Tile128DgluEvictFirstNMajor = DgluNMajor<128, sm90::PreL2::kEvictFirst>;
-using Tile192DgluEvictFirstNMajor = DgluNMajor<192, sm90::PreL2::kEvictFirst>;
-using Tile128DgluLatePrefetchNMajor = DgluNMajor<128, sm90::PreL2::kEvictFirstLatePrefetch>;
-using Tile192DgluLatePrefetchNMajor = DgluNMajor<192, sm90::PreL2::kEvictFirstLatePrefetch>;
-using Tile128DgluUnprefetchedNMajor = DgluNMajor<128, sm90::PreL2::kEvictFirstUnprefetched>;
-using Tile192DgluUnprefetchedNMajor = DgluNMajor<192, sm90::PreL2::kEvictFirstUnprefetched>;
+// dGLU through TMA: each math warpgroup a whole tile in turn; its pre-activation columns (twice
+// the tile's) pass through the warpgroup's two 8 KB atom buffers (32 KB for both warpgroups, a
+// stage's room), beside six stages at 128 columns of R and four at 192. 192 columns: a sixth
+// less operand traffic per output than 128 ((128 + 192) / (128 x 192) against 2 / 128). kPreL2:
+// how the pre-activation and d_pre pass the L2 (sm90::PreL2). Not yet run on a GPU: the 192-wide
+// kernels and every one with evict-first streams (N-major only, the layout of a dgrad's weights).
+template <int kTileN, int kWeightLayout = kKMajor, sm90::PreL2 kPreL2 = sm90::PreL2::kPrefetchAtStart>
+using Dglu = sm90::Config<kTileN, kTileN == 128 ? 6 : 4, sm90::Output::kTmaStore, 2 * kTileN, kWeightLayout, 1,
+                          kPreL2>;
+using Tile128Dglu = Dglu<128>;
+using Tile128DgluNMajor = Dglu<128, kNMajor>;
+using Tile192Dglu = Dglu<192>;
+using Tile192DgluNMajor = Dglu<192, kNMajor>;
+using Tile128DgluEvictFirstNMajor = Dglu<128, kNMajor, sm90::PreL2::kEvictFirst>;
+using Tile192DgluEvictFirstNMajor = Dglu<192, kNMajor, sm90::PreL2::kEvictFirst>;
+using Tile128DgluLatePrefetchNMajor = Dglu<128, kNMajor, sm90::PreL2::kEvictFirstLatePrefetch>;
+using Tile192DgluLatePrefetchNMajor = Dglu<192, kNMajor, sm90::PreL2::kEvictFirstLatePrefetch>;
+using Tile128DgluUnprefetchedNMajor = Dglu<128, kNMajor, sm90::PreL2::kEvictFirstUnprefetched>;
+using Tile192DgluUnprefetchedNMajor = Dglu<192, kNMajor, sm90::PreL2::kEvictFirstUnprefetched>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
