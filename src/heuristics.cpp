@@ -23,6 +23,17 @@ const TileWidthEfficiency kTileWidthEfficiency[] = {
 };
 const int kTileWidthEfficiencyCount = sizeof kTileWidthEfficiency / sizeof kTileWidthEfficiency[0];
 
+// dGLU through TMA reads the saved pre-activation and writes d_pre, twice R's columns, beside the
+// operands, and the wider tile draws a sixth less operand traffic from the L2 per output column:
+// the 128-wide kernel ran at 0.72-0.81x the 192-wide one's rate per column it computes (H100,
+// 2026-12-05, bench/glu.py's fc1 cases, N' = 768-14336), against 0.96x in the table above.
+const TileWidthEfficiency kTmaDgluTileWidthEfficiency[] = {
+    {90, 192, 0.985},
+    {90, 128, 0.74},
+};
+const int kTmaDgluTileWidthEfficiencyCount =
+    sizeof kTmaDgluTileWidthEfficiency / sizeof kTmaDgluTileWidthEfficiency[0];
+
 // Single-CTA 128-row tiles first: they are what has run on an H200 (docs/PERFORMANCE.md). The SM100
 // CTA-pair kernels (256 rows, cluster 2) have never run on hardware, so they are chosen only
 // through the tile_m / cluster_m overrides, or when nothing else fits, until they have.
@@ -35,10 +46,11 @@ const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterP
 // Hopper: the math warps' own global stores of D cost about one k-block per tile (7 % at
 // K = 768); TMA stores from a tile buffer take them off the math warps' path. dGLU through the
 // math warps (the pre-activation's loads waited for after the main loop, twice the columns
-// stored) took 1.26-1.68x the time of the plain GEMM of its size; through TMA the loads land
-// during the main loop and the stores leave behind the next tile's: preferred to the warp
-// stores of any width (above the 1.04 between the 192- and 128-wide tiles' width efficiency).
-const OutputPreference kOutputPreference = {1.00, 1.01, 1.10};
+// stored) took 1.26-1.68x the time of the plain GEMM of its size, through TMA on 128 x 128 tiles
+// 1.04-1.21x: the loads land during the main loop and the stores leave behind the next tile's.
+// Preferred to the warp stores of any width at the same column use: 0.74 x 1.35 (the narrowest
+// TMA dGLU tile, kTmaDgluTileWidthEfficiency) above the warp stores' best width, 0.985.
+const OutputPreference kOutputPreference = {1.00, 1.01, 1.35};
 
 const int64_t kLargeExpertRows = 2048;
 
@@ -93,10 +105,11 @@ VariantScore score_variant(const KernelVariant& variant, int64_t m_capacity, int
                            int32_t sm_margin) noexcept {
     VariantScore score{};
     score.width_efficiency = kUnknownWidthEfficiency;
-    for (int i = 0; i < kTileWidthEfficiencyCount; ++i) {
-        if (kTileWidthEfficiency[i].arch == variant.arch &&
-            kTileWidthEfficiency[i].tile_n == variant.tile_n) {
-            score.width_efficiency = kTileWidthEfficiency[i].efficiency;
+    const TileWidthEfficiency* table = variant.tma_dglu ? kTmaDgluTileWidthEfficiency : kTileWidthEfficiency;
+    const int count = variant.tma_dglu ? kTmaDgluTileWidthEfficiencyCount : kTileWidthEfficiencyCount;
+    for (int i = 0; i < count; ++i) {
+        if (table[i].arch == variant.arch && table[i].tile_n == variant.tile_n) {
+            score.width_efficiency = table[i].efficiency;
             score.width_in_table = true;
         }
     }

@@ -59,6 +59,9 @@ constexpr double kUnknownWidthEfficiency = 0.80;
 
 extern const TileWidthEfficiency kTileWidthEfficiency[];
 extern const int kTileWidthEfficiencyCount;
+// The same for the kernels of dGLU through TMA (KernelVariant::tma_dglu).
+extern const TileWidthEfficiency kTmaDgluTileWidthEfficiency[];
+extern const int kTmaDgluTileWidthEfficiencyCount;
 extern const Preference kTileMPreference[];
 extern const int kTileMPreferenceCount;
 extern const Preference kClusterPreference[];

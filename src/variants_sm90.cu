@@ -3,9 +3,8 @@
 // described), and TMA-store variants for a bf16 D without C (either weight layout), some of them
 // again as clusters of two CTAs along M that multicast the weight tile (names ending _c2: the name
 // gives one CTA's 128-row tile, the plan's tile_m is the cluster's 256), and for dGLU with a bf16
-// saved pre-activation and d_pre, kernels that load the one and store the other by TMA. Variants
-// marked not proven have not yet run on a GPU: the planner takes them only when nothing else
-// serves a plan (KernelVariant::proven). Stages fill the shared memory (227 KB per CTA on SM90)
+// saved pre-activation and d_pre, kernels that load the one and store the other by TMA. Every one
+// has run on a GPU (KernelVariant::proven). Stages fill the shared memory (227 KB per CTA on SM90)
 // that the tile and its output buffer leave. Compiled for sm_90a only: this translation unit
 // instantiates the kernels and their host-side prepare and launch.
 #include "kernels/common/glu_reduce.cuh"
@@ -114,7 +113,7 @@ static_assert(sm90::kNMajorBoxColumns == static_cast<int>(kNMajorBoxColumns),
 namespace {
 
 template <class Cfg>
-constexpr KernelVariant sm90_variant(const char* name, bool proven = true) {
+constexpr KernelVariant sm90_variant(const char* name) {
     KernelVariant variant = {name,
             90,
             /*tile_m=*/Cfg::kScheduleTileM,  // rows per tile: a cluster of two computes 256
@@ -140,7 +139,6 @@ constexpr KernelVariant sm90_variant(const char* name, bool proven = true) {
     variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
     variant.tma_dglu = Cfg::kTmaStoreDglu;
     variant.glu_instance = sm90::kGluOverlap<Cfg>;
-    variant.proven = proven;
     return variant;
 }
 
@@ -180,21 +178,15 @@ using Tile256HalvesNMajorCluster = sm90::Config<256, 4, sm90::Output::kTmaStore,
 // the tile's) pass through the warpgroup's two 8 KB atom buffers (32 KB for both warpgroups, a
 // stage's room), beside six stages at 128 columns of R and four at 192. 192 columns: a sixth
 // less operand traffic per output than 128 ((128 + 192) / (128 x 192) against 2 / 128). kPreL2:
-// how the pre-activation and d_pre pass the L2 (sm90::PreL2). Not yet run on a GPU: the 192-wide
-// kernels and every one with evict-first streams (N-major only, the layout of a dgrad's weights).
+// how the pre-activation and d_pre pass the L2 (sm90::PreL2); evict-first on N-major weights,
+// the layout of a dgrad's, where it was measured.
 template <int kTileN, int kWeightLayout = kKMajor, sm90::PreL2 kPreL2 = sm90::PreL2::kPrefetchAtStart>
 using Dglu = sm90::Config<kTileN, kTileN == 128 ? 6 : 4, sm90::Output::kTmaStore, 2 * kTileN, kWeightLayout, 1,
                           kPreL2>;
 using Tile128Dglu = Dglu<128>;
-using Tile128DgluNMajor = Dglu<128, kNMajor>;
 using Tile192Dglu = Dglu<192>;
-using Tile192DgluNMajor = Dglu<192, kNMajor>;
-using Tile128DgluEvictFirstNMajor = Dglu<128, kNMajor, sm90::PreL2::kEvictFirst>;
-using Tile192DgluEvictFirstNMajor = Dglu<192, kNMajor, sm90::PreL2::kEvictFirst>;
-using Tile128DgluLatePrefetchNMajor = Dglu<128, kNMajor, sm90::PreL2::kEvictFirstLatePrefetch>;
-using Tile192DgluLatePrefetchNMajor = Dglu<192, kNMajor, sm90::PreL2::kEvictFirstLatePrefetch>;
-using Tile128DgluUnprefetchedNMajor = Dglu<128, kNMajor, sm90::PreL2::kEvictFirstUnprefetched>;
-using Tile192DgluUnprefetchedNMajor = Dglu<192, kNMajor, sm90::PreL2::kEvictFirstUnprefetched>;
+using Tile128DgluNMajor = Dglu<128, kNMajor, sm90::PreL2::kEvictFirst>;
+using Tile192DgluNMajor = Dglu<192, kNMajor, sm90::PreL2::kEvictFirst>;
 
 const KernelVariant kVariants[] = {
     sm90_variant<Tile256>("sm90_tma_wgmma_128x256x64_s4"),
@@ -218,19 +210,9 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile192WholeCluster>("sm90_tmastore_whole_128x192x64_s4_c2"),
     sm90_variant<Tile256HalvesNMajorCluster>("sm90_tmastore_halves_128x256x64_s4_nmajor_c2"),
     sm90_variant<Tile128Dglu>("sm90_tmastore_dglu_128x128x64_s6"),
-    sm90_variant<Tile128DgluNMajor>("sm90_tmastore_dglu_128x128x64_s6_nmajor"),
-    sm90_variant<Tile192Dglu>("sm90_tmastore_dglu_128x192x64_s4", /*proven=*/false),
-    sm90_variant<Tile192DgluNMajor>("sm90_tmastore_dglu_128x192x64_s4_nmajor", /*proven=*/false),
-    sm90_variant<Tile128DgluEvictFirstNMajor>("sm90_tmastore_dglu_evictfirst_128x128x64_s6_nmajor", /*proven=*/false),
-    sm90_variant<Tile192DgluEvictFirstNMajor>("sm90_tmastore_dglu_evictfirst_128x192x64_s4_nmajor", /*proven=*/false),
-    sm90_variant<Tile128DgluLatePrefetchNMajor>("sm90_tmastore_dglu_evictfirst_lateprefetch_128x128x64_s6_nmajor",
-                                                /*proven=*/false),
-    sm90_variant<Tile192DgluLatePrefetchNMajor>("sm90_tmastore_dglu_evictfirst_lateprefetch_128x192x64_s4_nmajor",
-                                                /*proven=*/false),
-    sm90_variant<Tile128DgluUnprefetchedNMajor>("sm90_tmastore_dglu_evictfirst_unprefetched_128x128x64_s6_nmajor",
-                                                /*proven=*/false),
-    sm90_variant<Tile192DgluUnprefetchedNMajor>("sm90_tmastore_dglu_evictfirst_unprefetched_128x192x64_s4_nmajor",
-                                                /*proven=*/false),
+    sm90_variant<Tile192Dglu>("sm90_tmastore_dglu_128x192x64_s4"),
+    sm90_variant<Tile128DgluNMajor>("sm90_tmastore_dglu_evictfirst_128x128x64_s6_nmajor"),
+    sm90_variant<Tile192DgluNMajor>("sm90_tmastore_dglu_evictfirst_128x192x64_s4_nmajor"),
 };
 
 }  // namespace

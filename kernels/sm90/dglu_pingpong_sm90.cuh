@@ -13,9 +13,8 @@
 // The atoms go block by block, each R 32-column block's top 64 rows, then its bottom 64 (the
 // pre-activation's 64 columns 2 n_begin + 64 block ..): a half's atoms always use the same
 // buffer. The tile's rows are prefetched into the L2 when it starts, so the loads find them
-// there. Config::kPreL2 chooses otherwise: the loads of step 1 and the stores of step 3 with an
-// L2 evict-first policy (DgluStreams), the prefetch then at the tile's start, near the end of its
-// main loop, or none (PreL2).
+// there; or (Config::kPreL2, PreL2) not prefetched, and the loads of step 1 and the stores of step 3
+// carry an L2 evict-first policy (DgluStreams).
 //
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh,
 // dglu_pair): the same bits as the other dGLU designs. Bank conflicts: each 8 x 8 matrix of an
@@ -46,16 +45,15 @@ namespace ggemm::sm90 {
 // Atom buffers per math warpgroup.
 constexpr int kDgluBufferAtoms = 2;
 
-// How the saved pre-activation and d_pre pass the L2. A tile's pre-activation is prefetched into
-// the L2 (prefetch_dglu_tile) when the tile starts, or kLatePrefetchBlocks k-blocks before its
-// main loop ends (it then sits in the L2 for those k-blocks only, not beside the operands of the
-// whole main loop), or not at all (the loads then go to memory, while the other warpgroup's
-// main loop runs); evict-first: the loads and stores carry an L2 evict-first policy, so that the
-// L2 keeps the operands, which are read again, over these lines, read or written once.
-enum class PreL2 { kPrefetchAtStart, kEvictFirst, kEvictFirstLatePrefetch, kEvictFirstUnprefetched };
-constexpr int32_t kLatePrefetchBlocks = 8;
-
-constexpr bool evict_first(PreL2 policy) { return policy != PreL2::kPrefetchAtStart; }
+// How the saved pre-activation and d_pre pass the L2. kPrefetchAtStart: a tile's pre-activation
+// is prefetched into the L2 (prefetch_dglu_tile) when the tile starts, and the loads find it
+// there. kEvictFirst: no prefetch (the loads go to memory while the other warpgroup's main loop
+// runs), and the loads and stores carry an L2 evict-first policy, so that the L2 keeps the
+// operands, which are read again, over these lines, read or written once. On N-major weights
+// kEvictFirst took 0.91-0.96x the time of kPrefetchAtStart at 128 x 192 and 0.80-1.03x at
+// 128 x 128 (H100, 2026-12-05, the fc1 cases of bench/glu.py), and less than the policy with the
+// prefetch kept, at the tile's start or late in its main loop, on all but one case.
+enum class PreL2 { kPrefetchAtStart, kEvictFirst };
 
 // What one warpgroup's epilogue of a ping-pong tile needs besides the accumulators.
 struct DgluRowsEpilogue {

@@ -1138,14 +1138,11 @@ __device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase,
 
 // A warpgroup's main loop over its whole tile: each k-block as two m64 wgmma batches, one per
 // 64-row half of A, on acc[0 .. kTileN / 2) and acc[kTileN / 2 .. kTileN). A piece of the last
-// round computes the tile's full width too (its epilogue reads only its columns). With
-// PreL2::kEvictFirstLatePrefetch it prefetches the tile's pre-activation (e's rows) into the L2
-// behind the wgmmas of the k-block kLatePrefetchBlocks before the end.
+// round computes the tile's full width too (its epilogue reads only its columns).
 template <class Cfg>
-__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, const DgluRowsEpilogue& e, int32_t k_blocks,
-                                               int lane, float (&acc)[Cfg::kTileN], uint32_t& stage,
-                                               uint32_t& phase, uint64_t* next_turn) {
-    const int32_t prefetch_kb = k_blocks > kLatePrefetchBlocks ? k_blocks - kLatePrefetchBlocks : 0;
+__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
+                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase,
+                                               uint64_t* next_turn) {
     auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
     auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
     uint32_t previous_stage = 0;
@@ -1159,9 +1156,6 @@ __device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, const Dglu
         issue_stage<Cfg, Cfg::kTileN>(first_top, stage, top, kb > 0);
         issue_stage<Cfg, Cfg::kTileN>(first_bottom, stage, bottom, kb > 0);
         ptx::wgmma_commit();
-        if constexpr (Cfg::kPreL2 == PreL2::kEvictFirstLatePrefetch) {
-            if (kb == prefetch_kb) prefetch_dglu_tile<Cfg::kTileN>(e);
-        }
         fence_operands(acc);
         if (kb > 0) {
             ptx::wgmma_wait<1>();
@@ -1230,12 +1224,10 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         e.row_begin = tile.row_begin;
         e.n_begin = tile.n_begin;
         e.width = tile.n_width;
-        if constexpr (Cfg::kPreL2 == PreL2::kPrefetchAtStart || Cfg::kPreL2 == PreL2::kEvictFirst) {
-            prefetch_dglu_tile<Cfg::kTileN>(e);
-        }
-        dglu_main_loop<Cfg>(s, e, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
+        if constexpr (Cfg::kPreL2 == PreL2::kPrefetchAtStart) prefetch_dglu_tile<Cfg::kTileN>(e);
+        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
-        store_dglu_pingpong_tile<Cfg::kTileN, evict_first(Cfg::kPreL2)>(e, buf, acc);
+        store_dglu_pingpong_tile<Cfg::kTileN, Cfg::kPreL2 == PreL2::kEvictFirst>(e, buf, acc);
     }
 }
 

@@ -270,21 +270,16 @@ TEST_CASE("sanitizer: dglu, small cases, both activations") {
 namespace {
 
 // The kernels that load the pre-activation and store d_pre by TMA, by name prefix: 128 and 192
-// columns of R, either weight layout, and the same with evict-first streams and each timing of
-// the L2 prefetch (N-major only).
+// columns of R, K-major weights with the tile's L2 prefetch, N-major with evict-first streams.
 struct DgluTmaKernel {
     const char* prefix;
     int32_t tile_n;
-    bool n_major_only;
+    int32_t weight_layout;
 };
-const DgluTmaKernel kDgluTmaKernels[] = {{"sm90_tmastore_dglu_128x128", 128, false},
-                                         {"sm90_tmastore_dglu_128x192", 192, false},
-                                         {"sm90_tmastore_dglu_evictfirst_128x128", 128, true},
-                                         {"sm90_tmastore_dglu_evictfirst_128x192", 192, true},
-                                         {"sm90_tmastore_dglu_evictfirst_lateprefetch_128x128", 128, true},
-                                         {"sm90_tmastore_dglu_evictfirst_lateprefetch_128x192", 192, true},
-                                         {"sm90_tmastore_dglu_evictfirst_unprefetched_128x128", 128, true},
-                                         {"sm90_tmastore_dglu_evictfirst_unprefetched_128x192", 192, true}};
+const DgluTmaKernel kDgluTmaKernels[] = {{"sm90_tmastore_dglu_128x128", 128, GGEMM_WEIGHT_LAYOUT_K_MAJOR},
+                                         {"sm90_tmastore_dglu_128x192", 192, GGEMM_WEIGHT_LAYOUT_K_MAJOR},
+                                         {"sm90_tmastore_dglu_evictfirst_128x128", 128, GGEMM_WEIGHT_LAYOUT_N_MAJOR},
+                                         {"sm90_tmastore_dglu_evictfirst_128x192", 192, GGEMM_WEIGHT_LAYOUT_N_MAJOR}};
 
 // dGLU through each of those kernels that can take the case (of tile width `tile_n`; 0: every
 // width), against the reference and bitwise against the 128-wide kernel of the math warps'
@@ -304,7 +299,7 @@ void check_dglu_tma_case(const DgluConfig& dglu, int32_t tile_n = 0) {
     }
     for (const DgluTmaKernel& kernel : kDgluTmaKernels) {
         if (tile_n != 0 && kernel.tile_n != tile_n) continue;
-        if (kernel.n_major_only && dglu.base.weight_layout != GGEMM_WEIGHT_LAYOUT_N_MAJOR) continue;
+        if (kernel.weight_layout != dglu.base.weight_layout) continue;
         const std::string what = c.what + " through " + kernel.prefix;
         ScopedKernel scoped(kernel.prefix);  // a plan that cannot take it fails to be made
         const DgluOutputs first = run_dglu(dglu, host_case, pre, GGEMM_SCHEDULER_STATIC, stream);

@@ -147,8 +147,8 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
         CHECK(v.max_experts >= 256);
     }
     // three per weight layout, four clusters of two (test_sm90_cluster.cpp), dGLU's two per
-    // layout and six with evict-first streams (N-major: two widths, three prefetch timings)
-    CHECK(tma_store == 20);
+    // layout (K-major with the L2 prefetch, N-major with evict-first streams)
+    CHECK(tma_store == 14);
 
     // Other outputs keep the math warps' stores; so do more experts than the offsets copy holds.
     ggemm_plan_desc desc = valid_desc();
@@ -188,22 +188,20 @@ TEST_CASE("compiled variants: dGLU with a bf16 pre-activation and d_pre takes th
             desc.num_experts = shape.experts;
             CAPTURE(shape.n);
             CAPTURE(layout);
-            const std::string tma = layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR ? "sm90_tmastore_dglu_128x128x64_s6_nmajor"
-                                                                          : "sm90_tmastore_dglu_128x128x64_s6";
-            CHECK(chosen(desc, sm90_device(), 90) == tma);
-            // The 192-wide kernel (never run on a GPU) only when named; with tile_n = 192 the
-            // proven 192-wide kernel of the math warps' stores.
-            ggemm_plan plan;
-            REQUIRE(ggemm::build_plan(desc, sm90_device(), ggemm::compiled_variants(90), &plan,
-                                      "sm90_tmastore_dglu_128x192") == GGEMM_SUCCESS);
-            CHECK(std::string(plan.variant.name) == (layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR
-                                                         ? "sm90_tmastore_dglu_128x192x64_s4_nmajor"
-                                                         : "sm90_tmastore_dglu_128x192x64_s4"));
-            CHECK_FALSE(plan.variant.proven);
-            CHECK(plan.description.find("(never run on a GPU: ranked below proven ones)") != std::string::npos);
-            desc.tile_n = 192;
-            CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_128x192x64_s5", 0) == 0);
+            // 192 columns of R: N-major weights with evict-first streams, K-major with the L2 prefetch.
+            const bool n_major = layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR;
+            const std::string wide = n_major ? "sm90_tmastore_dglu_evictfirst_128x192x64_s4_nmajor"
+                                             : "sm90_tmastore_dglu_128x192x64_s4";
+            const std::string narrow = n_major ? "sm90_tmastore_dglu_evictfirst_128x128x64_s6_nmajor"
+                                               : "sm90_tmastore_dglu_128x128x64_s6";
+            CHECK(chosen(desc, sm90_device(), 90) == wide);
+            desc.tile_n = 128;
+            CHECK(chosen(desc, sm90_device(), 90) == narrow);
             desc.tile_n = 0;
+            // Where 192 columns would leave a third of the tile idle, 128: R 256 wide.
+            desc.n = 256;
+            CHECK(chosen(desc, sm90_device(), 90) == narrow);
+            desc.n = shape.n;
             // Any other pre-activation or d_pre dtype: the math warps' stores.
             desc.glu_pre_dtype = GGEMM_DTYPE_FP32;
             CHECK(chosen(desc, sm90_device(), 90).rfind("sm90_tma_wgmma_", 0) == 0);

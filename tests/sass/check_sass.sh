@@ -56,7 +56,7 @@
 #            After each setmaxnreg (USETMAXREG.DEALLOC / TRY_ALLOC N) the code reachable from it
 #            names only registers R0 .. R(N-1) (setmaxnreg_regions.py; needs python3): the
 #            producers' 56 (24 in the 192-wide dGLU kernels) and the math warps' 224 (240)
-#            The dGLU kernels with evict-first streams (Config's last argument PreL2 1-3) carry the
+#            The dGLU kernels with evict-first streams (Config's last argument PreL2 1) carry the
 #            L2 policy on their 2D TMA loads and stores (desc[UR]); the other dGLU kernels on none
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
@@ -366,11 +366,11 @@ sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
 # the plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> / GluEpilogue<Config<...>>,
 # checked as its Config.
 sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
-sm90_kmajor="${sm90_config}ELi0ELi[12]ELNS0_5PreL2E[0-3]EE"
-sm90_nmajor="${sm90_config}ELi1ELi[12]ELNS0_5PreL2E[0-3]EE"
-sm90_single="${sm90_config}ELi[01]ELi1ELNS0_5PreL2E[0-3]EE"
-sm90_cluster="${sm90_config}ELi[01]ELi2ELNS0_5PreL2E[0-3]EE"
-sm90_evict_first="${sm90_config}ELi[01]ELi[12]ELNS0_5PreL2E[1-3]EE"
+sm90_kmajor="${sm90_config}ELi0ELi[12]ELNS0_5PreL2E[01]EE"
+sm90_nmajor="${sm90_config}ELi1ELi[12]ELNS0_5PreL2E[01]EE"
+sm90_single="${sm90_config}ELi[01]ELi1ELNS0_5PreL2E[01]EE"
+sm90_cluster="${sm90_config}ELi[01]ELi2ELNS0_5PreL2E[01]EE"
+sm90_evict_first="${sm90_config}ELi[01]ELi[12]ELNS0_5PreL2E1EE"
 sm90_dglu_plain_streams="grouped_gemm_sm90_dglu.*ELi[01]ELi[12]ELNS0_5PreL2E0EE"
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK' 'MUFU\.EX2' 'MUFU\.RCP'
@@ -428,7 +428,7 @@ if disassemble sm_90a; then
     check_kernels sm_90a 'grouped_gemm_sm90_dglu' 'UTMALDG\.2D' 'LDSM\.16\.M88\.4' 'STSM\.16\.M88\.4' \
         'FENCE\.VIEW\.ASYNC\.S' 'UTMASTG\.2D' 'UTMACMDFLUSH'
     check_absent sm_90a 'grouped_gemm_sm90_dglu' 'STG\.E\.128'
-    # Evict-first streams (Config's last argument, PreL2 1-3): the pre-activation's loads and
+    # Evict-first streams (Config's last argument, PreL2 1): the pre-activation's loads and
     # d_pre's stores carry the L2 policy (desc[UR]); in the other dGLU kernels no TMA copy does.
     check_kernels sm_90a "$sm90_evict_first" 'UTMALDG\.2D [^;]*desc\[UR' 'UTMASTG\.2D [^;]*desc\[UR'
     check_absent sm_90a "$sm90_dglu_plain_streams" 'UTMA(LDG|STG)[^;]*desc\['
