@@ -57,7 +57,8 @@
 #            names only registers R0 .. R(N-1) (setmaxnreg_regions.py; needs python3): the
 #            producers' 56 (24 in the 192-wide dGLU kernels) and the math warps' 224 (240)
 #            The dGLU kernels with evict-first streams (Config's last argument PreL2 1) carry the
-#            L2 policy on their 2D TMA loads and stores (desc[UR]); the other dGLU kernels on none
+#            L2 policy on their 2D TMA loads and stores (desc[UR]) and prefetch nothing into the
+#            L2; the other dGLU kernels carry no policy and prefetch (CCTL.E.PF2)
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
 #            wrapper, assembles for sm_100a and yields each expected instruction (when nvcc exists);
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
@@ -432,6 +433,9 @@ if disassemble sm_90a; then
     # d_pre's stores carry the L2 policy (desc[UR]); in the other dGLU kernels no TMA copy does.
     check_kernels sm_90a "$sm90_evict_first" 'UTMALDG\.2D [^;]*desc\[UR' 'UTMASTG\.2D [^;]*desc\[UR'
     check_absent sm_90a "$sm90_dglu_plain_streams" 'UTMA(LDG|STG)[^;]*desc\['
+    # and prefetch nothing into the L2 (CCTL.E.PF2), which the other dGLU kernels do at each tile's start.
+    check_absent sm_90a "$sm90_evict_first" 'CCTL\.E\.PF2'
+    check_kernels sm_90a "$sm90_dglu_plain_streams" 'CCTL\.E\.PF2'
     # The weight gradient: both wgmma operands MN-major (transposed) from shared memory.
     check_kernels sm_90a 'wgrad_sm90' 'HGMMA\.64x(256|192|128)x16\.F32\.BF16 [^;]*gdesc\[[^]]*\]\.tnspA\.tnspB' \
         'UTMALDG\.2D' 'SYNCS\.PHASECHK' 'USETMAXREG'
