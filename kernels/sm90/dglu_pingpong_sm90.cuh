@@ -13,8 +13,8 @@
 // The atoms go block by block, each R 32-column block's top 64 rows, then its bottom 64 (the
 // pre-activation's 64 columns 2 n_begin + 64 block ..): a half's atoms always use the same
 // buffer. The tile's rows are prefetched into the L2 when it starts, so the loads find them
-// there; or (Config::kPreL2, PreL2) not prefetched, and the loads of step 1 and the stores of step 3
-// carry an L2 evict-first policy (DgluStreams).
+// there; or (Config::kPreL2, PreL2) not prefetched, and the loads of step 1 and the stores of
+// step 3 carry an L2 evict-first policy (DgluStreams).
 //
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh,
 // dglu_pair): the same bits as the other dGLU designs. Bank conflicts: each 8 x 8 matrix of an
