@@ -25,11 +25,12 @@ const int kTileWidthEfficiencyCount = sizeof kTileWidthEfficiency / sizeof kTile
 
 // dGLU through TMA reads the saved pre-activation and writes d_pre, twice R's columns, beside the
 // operands, and the wider tile draws a sixth less operand traffic from the L2 per output column:
-// the 128-wide kernel ran at 0.72-0.81x the 192-wide one's rate per column it computes (H100,
-// 2026-12-05, bench/glu.py's fc1 cases, N' = 768-14336), against 0.96x in the table above.
+// with the same L2 streams the 128-wide kernels ran at 0.76-0.95x the 192-wide ones' rate per
+// column they compute (H100, 2026-12-05, bench/glu.py's fc1 cases, N' = 768-14336, N-major),
+// against 0.96x in the table above.
 const TileWidthEfficiency kTmaDgluTileWidthEfficiency[] = {
     {90, 192, 0.985},
-    {90, 128, 0.74},
+    {90, 128, 0.81},
 };
 const int kTmaDgluTileWidthEfficiencyCount =
     sizeof kTmaDgluTileWidthEfficiency / sizeof kTmaDgluTileWidthEfficiency[0];
@@ -48,7 +49,7 @@ const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterP
 // math warps (the pre-activation's loads waited for after the main loop, twice the columns
 // stored) took 1.26-1.68x the time of the plain GEMM of its size, through TMA on 128 x 128 tiles
 // 1.04-1.21x: the loads land during the main loop and the stores leave behind the next tile's.
-// Preferred to the warp stores of any width at the same column use: 0.74 x 1.35 (the narrowest
+// Preferred to the warp stores of any width at the same column use: 0.81 x 1.35 (the narrowest
 // TMA dGLU tile, kTmaDgluTileWidthEfficiency) above the warp stores' best width, 0.985.
 const OutputPreference kOutputPreference = {1.00, 1.01, 1.35};
 
