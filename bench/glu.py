@@ -20,9 +20,11 @@ width, in interleaved 32-column gate/up blocks):
 With --alt-lib NAME=PATH (repeatable), the fused GLU forward and the dGLU of another build of
 libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME (with --train, glu_train_NAME
 too), each output checked against this library's (the same reference bound; bitwise equality
-reported). With --alt-kernel NAME=PREFIX (repeatable), this library's GLU forward and dGLU
-restricted to kernels whose name starts with PREFIX (GGEMM_KERNEL), the same way, where such a
-plan can be made.
+reported). With --also-dynamic, the GLU, the plain GEMM, dGLU and the dgrad also with the dynamic
+scheduler (tiles claimed from a counter: `desc.scheduler`, `dynamic_sched` in Python), in the same
+rounds, the outputs required bitwise equal to the static deal's. With --alt-kernel NAME=PREFIX
+(repeatable), this library's GLU forward and dGLU restricted to kernels whose name starts with
+PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made.
 Writes glu.json into --out and prints a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
   mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10),
@@ -63,6 +65,9 @@ def parse_args():
     p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
                    help="also time this library's GLU forward and dGLU restricted to kernels whose name "
                         "starts with PREFIX (repeatable)")
+    p.add_argument("--also-dynamic", action="store_true",
+                   help="also time GLU, plain, dGLU and dgrad with the dynamic scheduler (tiles claimed "
+                        "from a counter) in the same rounds, outputs checked bitwise against the static deal's")
     opts = p.parse_args()
     opts.alt_libs = [named(spec, "--alt-lib", "PATH") for spec in opts.alt_lib]
     opts.alt_kernels = [named(spec, "--alt-kernel", "PREFIX") for spec in opts.alt_kernel]
@@ -126,7 +131,7 @@ class Case:
         self.plans = []
         self.lib = lib
 
-    def plan(self, torch, activation, lib=None, train=False):
+    def plan(self, torch, activation, lib=None, train=False, scheduler=gg.SCHEDULER_STATIC):
         """The forward (with `train`, GLU with bias and C, as a training step's forward calls it)."""
         lib = lib or self.lib
         if train and self.bias is None:
@@ -136,7 +141,7 @@ class Case:
                                       k=self.k, num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE,
                                       c_dtype=gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
                                       bias_dtype=gg.DTYPE_BF16 if train else gg.DTYPE_NONE,
-                                      generate_c=int(train), scheduler=gg.SCHEDULER_STATIC, activation=activation))
+                                      generate_c=int(train), scheduler=scheduler, activation=activation))
         self.plans.append(plan)
         ws = plan.workspace_size()
         workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
@@ -149,14 +154,14 @@ class Case:
                          device_status=self.status.data_ptr(), **extra) for s in range(self.sets)]
         return plan, args, workspace
 
-    def backward_plan(self, torch, dglu, lib=None):
+    def backward_plan(self, torch, dglu, lib=None, scheduler=gg.SCHEDULER_STATIC):
         """dGLU (SwiGLU) or the plain dgrad GEMM of the same size, N-major W2 (with `lib`, another
         build's)."""
         lib = lib or self.lib
         fields = dict(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n // 2, k=self.k,
                       num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
                       d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE, generate_c=0,
-                      scheduler=gg.SCHEDULER_STATIC, weight_layout=1)
+                      scheduler=scheduler, weight_layout=1)
         if dglu:
             fields.update(activation=gg.ACTIVATION_SWIGLU, glu_backward=1, glu_pre_dtype=gg.DTYPE_BF16)
         plan = lib.plan(lib.plan_desc(**fields))
@@ -282,6 +287,24 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 alt_ops.append(("%s_%s" % (op, name),
                                 lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
 
+        # The same four calls with tiles claimed from a counter (the dynamic scheduler), whose
+        # outputs must equal the static deal's bit for bit.
+        if opts.also_dynamic:
+            for op, make, outputs in (
+                    ("glu", lambda: data.plan(torch, gg.ACTIVATION_SWIGLU, scheduler=gg.SCHEDULER_DYNAMIC),
+                     ((data.d_glu, d_glu),)),
+                    ("plain", lambda: data.plan(torch, gg.ACTIVATION_NONE, scheduler=gg.SCHEDULER_DYNAMIC), ()),
+                    ("dglu", lambda: data.backward_plan(torch, True, scheduler=gg.SCHEDULER_DYNAMIC),
+                     ((data.d_pre, d_pre), (data.d_prob, d_prob))),
+                    ("dgrad", lambda: data.backward_plan(torch, False, scheduler=gg.SCHEDULER_DYNAMIC), ())):
+                dyn_plan, dyn_args, dyn_ws = make()
+                if outputs:
+                    run_poisoned(torch, dyn_plan, dyn_args[0], [out for out, _ in outputs], handle)
+                    result.setdefault("dynamic_checks", {})[op] = {
+                        "bitwise_equal": all(bool(torch.equal(out, ref)) for out, ref in outputs)}
+                alt_ops.append((op + "_dynamic",
+                                lambda s, p=dyn_plan, a=dyn_args, w=dyn_ws: p.execute(a[s], handle)))
+
         ops = [
             ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
             ("plain", lambda s: plain_plan.execute(plain_args[s], handle)),
@@ -311,6 +334,10 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             result["ratios"]["dglu_%s_over_dglu" % name] = med["dglu_" + name] / med["dglu"]
             if opts.train:
                 result["ratios"]["glu_train_%s_over_glu_train" % name] = med["glu_train_" + name] / med["glu_train"]
+        if opts.also_dynamic:
+            for op in ("glu", "plain", "dglu", "dgrad"):
+                result["ratios"]["%s_dynamic_over_%s" % (op, op)] = med[op + "_dynamic"] / med[op]
+            result["ratios"]["dglu_dynamic_over_dgrad_dynamic"] = med["dglu_dynamic"] / med["dgrad_dynamic"]
         for timed in result.get("alt_kernel_checks", {}):
             op = timed.split("_", 1)[0]
             result["ratios"]["%s_over_%s" % (timed, op)] = med[timed] / med[op]
@@ -368,7 +395,8 @@ def main():
                            or not r.get("dglu_check", {}).get("ok", False)
                            or not r.get("train_check", {}).get("ok", True)
                            or not all(c["ok"] for c in r.get("alt_checks", {}).values())
-                           or not all(c["ok"] for c in r.get("alt_kernel_checks", {}).values())],
+                           or not all(c["ok"] for c in r.get("alt_kernel_checks", {}).values())
+                           or not all(c["bitwise_equal"] for c in r.get("dynamic_checks", {}).values())],
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
     }
     with open(os.path.join(opts.out, "glu.json"), "w") as f:
@@ -420,6 +448,14 @@ def main():
                     "ok" if c["ok"] else "FAILED", c["rel_err"], "equal" if c["bitwise_equal"] else "differ"))
         for timed, why in r.get("alt_kernel_refused", {}).items():
             print("%-18s %s: no plan (%s)" % (r["name"], timed, why[:120]))
+    for r in results:
+        if "glu_dynamic_over_glu" in r.get("ratios", {}):
+            q, c = r["ratios"], r["dynamic_checks"]
+            print("%-18s dynamic / static: glu %.3f, plain %.3f, dglu %.3f, dgrad %.3f; dynamic dglu / dgrad %.3f; "
+                  "bits %s" % (r["name"], q["glu_dynamic_over_glu"], q["plain_dynamic_over_plain"],
+                               q["dglu_dynamic_over_dglu"], q["dgrad_dynamic_over_dgrad"],
+                               q["dglu_dynamic_over_dgrad_dynamic"],
+                               "equal" if all(x["bitwise_equal"] for x in c.values()) else "DIFFER"))
     if summary["check_failures"]:
         print("FAILED checks: " + ", ".join(summary["check_failures"]))
     return 1 if summary["check_failures"] or summary["cases_with_errors"] else 0
