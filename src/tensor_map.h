@@ -11,7 +11,7 @@
 namespace ggemm {
 
 // Everything cuTensorMapEncodeTiled takes besides the fixed choices (no interleave,
-// 128-byte swizzle, 256-byte L2 promotion, zero fill out of bounds).
+// 128-byte swizzle, zero fill out of bounds).
 struct TensorMapShape {
     uint32_t rank;
     const void* address;
@@ -20,6 +20,9 @@ struct TensorMapShape {
     uint32_t box[3];
     uint32_t element_strides[3];
     int32_t dtype = GGEMM_DTYPE_BF16;  // the element type: GGEMM_DTYPE_BF16, FP16 or FP32
+    // How much a load that misses the L2 brings in: 256 bytes, the next k-block's 128 bytes of
+    // an operand row besides the box's own, except where noted.
+    CUtensorMapL2promotion l2_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
 };
 
 // A: M x K row-major; dims {K, M}, box {block_k, a_box_rows}.
@@ -47,7 +50,8 @@ TensorMapShape b_template_map_shape(const void* placeholder, int64_t n, int64_t 
 TensorMapShape d_map_shape(void* d, int64_t m, int64_t n, int32_t activation, int32_t glu_backward,
                            const KernelVariant& variant) noexcept;
 
-// dGLU through TMA: the saved pre-activation, M x 2N bf16 row-major, loaded in D's boxes.
+// dGLU through TMA: the saved pre-activation, M x 2N bf16 row-major, loaded in D's boxes,
+// without L2 promotion (tensor_map.cpp says why).
 TensorMapShape pre_map_shape(const void* pre, int64_t m, int64_t n, const KernelVariant& variant) noexcept;
 
 // The driver's element type of a GGEMM_DTYPE_* (bf16 for anything else).

@@ -21,6 +21,7 @@ TEST_CASE("A map: dims {K, M}, row stride of K bf16, box {block_k, a_box_rows}")
     CHECK(shape.box[1] == 64);
     CHECK(shape.element_strides[0] == 1);
     CHECK(shape.element_strides[1] == 1);
+    CHECK(shape.l2_promotion == CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
 TEST_CASE("D map of a fused GLU forward: the M x N/2 output, dims {N/2, M}, the same box") {
@@ -55,6 +56,8 @@ TEST_CASE("dGLU through TMA: d_pre and the saved pre-activation, both M x 2N, di
     }
     CHECK(d.address == at(kDevice0));
     CHECK(pre.address == at(kDevice1));
+    // The pre-activation's misses fetch only the box's rows (tensor_map.cpp).
+    CHECK(pre.l2_promotion == CU_TENSOR_MAP_L2_PROMOTION_NONE);
 }
 
 TEST_CASE("dense B map: dims {K, N, L}, strides of K and N x K bf16, box {block_k, b_box_rows, 1}") {
