@@ -14,7 +14,8 @@
 // pre-activation's 64 columns 2 n_begin + 64 block ..): a half's atoms always use the same
 // buffer. The tile's rows are prefetched into the L2 when it starts, so the loads find them
 // there; or (Config::kPreL2, PreL2) not prefetched, and the loads of step 1 and the stores of
-// step 3 carry an L2 evict-first policy (DgluStreams).
+// step 3 carry an L2 evict-first policy (DgluStreams). The pre-activation's tensor map fetches
+// only each load's own rows into the L2 (no promotion: src/tensor_map.cpp).
 //
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh,
 // dglu_pair): the same bits as the other dGLU designs. Bank conflicts: each 8 x 8 matrix of an
