@@ -20,8 +20,9 @@ struct TensorMapShape {
     uint32_t box[3];
     uint32_t element_strides[3];
     int32_t dtype = GGEMM_DTYPE_BF16;  // the element type: GGEMM_DTYPE_BF16, FP16 or FP32
-    // How much a load that misses the L2 brings in: 256 bytes, the next k-block's 128 bytes of
-    // an operand row besides the box's own, except where noted.
+    // How much a load that misses the L2 brings in: 256 bytes, a box row of 128 bytes and its
+    // neighbour (a K-major operand row's next k-block, an N-major one's next 64 columns), except
+    // where noted.
     CUtensorMapL2promotion l2_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
 };
 
