@@ -31,6 +31,9 @@ void appendf(std::string* text, const char* format, ...) {
 
 namespace {
 
+// The start of the reason for a variant that GGEMM_KERNEL leaves out (build_plan counts them).
+constexpr char kOutsideKernelPrefix[] = "name does not start with GGEMM_KERNEL=";
+
 // Why `variant` cannot serve this plan, or nullptr if it can. `reason` holds the text.
 const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc, const DeviceInfo& device,
                       const char* kernel_prefix, char* reason, std::size_t size) {
@@ -63,7 +66,7 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
         return reason;
     }
     if (kernel_prefix != nullptr && std::strncmp(variant.name, kernel_prefix, std::strlen(kernel_prefix)) != 0) {
-        std::snprintf(reason, size, "name does not start with GGEMM_KERNEL=%.60s", kernel_prefix);
+        std::snprintf(reason, size, "%s%.60s", kOutsideKernelPrefix, kernel_prefix);
         return reason;
     }
     if (variant.d_box_rows > 0 && (desc.d_dtype != GGEMM_DTYPE_BF16 || desc.generate_c)) {
@@ -263,16 +266,27 @@ ggemm_status_t build_plan(const ggemm_plan_desc& desc, const DeviceInfo& device,
 
     std::vector<Candidate> candidates;
     std::string excluded;
+    // The variants GGEMM_KERNEL leaves out go in one line after the others: listed one by one
+    // they would push the reasons that decide a refusal past the end of its message.
+    int unnamed = 0;
     const Candidate* best = nullptr;
     for (int i = 0; i < variants.count; ++i) {
         const KernelVariant& variant = variants.items[i];
         if (variant.arch != arch) continue;
         char reason[160];
         if (exclusion(variant, desc, device, kernel_prefix, reason, sizeof reason) != nullptr) {
-            appendf(&excluded, "  excluded %s: %s\n", variant.name, reason);
+            if (std::strncmp(reason, kOutsideKernelPrefix, sizeof kOutsideKernelPrefix - 1) == 0) {
+                ++unnamed;
+            } else {
+                appendf(&excluded, "  excluded %s: %s\n", variant.name, reason);
+            }
             continue;
         }
         candidates.push_back({&variant, score_variant(variant, desc.m_capacity, desc.n, device.sm_count, desc.sm_margin)});
+    }
+    if (unnamed > 0) {
+        appendf(&excluded, "  excluded %d variant%s whose name%s not start with GGEMM_KERNEL=%.60s\n", unnamed,
+                unnamed == 1 ? "" : "s", unnamed == 1 ? " does" : "s do", kernel_prefix);
     }
     const bool large = large_experts(desc.m_capacity, desc.num_experts);
     for (const Candidate& candidate : candidates) {

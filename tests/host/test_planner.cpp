@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -405,11 +406,32 @@ TEST_CASE("a kernel-name prefix (GGEMM_KERNEL) keeps only the variants it names"
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "tma_whole_") == GGEMM_SUCCESS);
     CHECK(std::string(plan.variant.name) == "tma_whole_256_s3");
     CHECK(describes(plan, "kernels restricted to names starting with GGEMM_KERNEL=tma_whole_"));
-    CHECK(describes(plan, "excluded tma_halves_256_s4: name does not start with GGEMM_KERNEL=tma_whole_"));
+    // The variants the prefix leaves out are counted in one line, not listed.
+    CHECK(describes(plan, "excluded 2 variants whose names do not start with GGEMM_KERNEL=tma_whole_"));
+    CHECK_FALSE(describes(plan, "excluded tma_halves_256_s4"));
     REQUIRE(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "warp_") == GGEMM_SUCCESS);
     CHECK(std::string(plan.variant.name) == "warp_256_s4");
     CHECK(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "none_") ==
           GGEMM_ERROR_UNSUPPORTED_CONFIG);
+}
+
+TEST_CASE("a kernel-name prefix that leaves nothing: the named variant's own reason survives many others") {
+    // Sixty variants the prefix leaves out, then the one it names, too narrow for the tile_n asked
+    // for: the refusal's message (at most 2048 bytes) ends with that variant's reason and one
+    // line counting the rest, not sixty lines that would cut it off.
+    std::vector<std::string> names;
+    for (int i = 0; i < 60; ++i) names.push_back("sm90_other_kernel_design_128x128x64_s6_" + std::to_string(i));
+    std::vector<ggemm::KernelVariant> variants;
+    for (const std::string& name : names) variants.push_back(variant(name.c_str(), 90, 128, 128, 1, 6));
+    variants.push_back(variant("sm90_named_128x64x64_s8", 90, 128, 64, 1, 8));
+    ggemm_plan_desc desc = valid_desc();
+    desc.tile_n = 128;
+    ggemm_plan plan;
+    CHECK(ggemm::build_plan(desc, sm90_device(), list_of(variants), &plan, "sm90_named_") ==
+          GGEMM_ERROR_UNSUPPORTED_CONFIG);
+    CHECK(message_contains("excluded sm90_named_128x64x64_s8: tile_n 64, desc->tile_n = 128"));
+    CHECK(message_contains("excluded 60 variants whose names do not start with GGEMM_KERNEL=sm90_named_"));
+    CHECK(std::strlen(ggemm::last_error()) + 1 < ggemm::kMaxMessageBytes);
 }
 
 TEST_CASE("a variant never run on a GPU ranks below every proven one, whatever its score") {
