@@ -417,8 +417,8 @@ TEST_CASE("a kernel-name prefix (GGEMM_KERNEL) keeps only the variants it names"
 
 TEST_CASE("a kernel-name prefix that leaves nothing: the named variant's own reason survives many others") {
     // Sixty variants the prefix leaves out, then the one it names, too narrow for the tile_n asked
-    // for: the refusal's message (at most 2048 bytes) ends with that variant's reason and one
-    // line counting the rest, not sixty lines that would cut it off.
+    // for: the refusal's message (at most 2048 bytes) gives that variant's reason and one line
+    // counting the rest, not sixty lines that would cut it off.
     std::vector<std::string> names;
     for (int i = 0; i < 60; ++i) names.push_back("sm90_other_kernel_design_128x128x64_s6_" + std::to_string(i));
     std::vector<ggemm::KernelVariant> variants;
