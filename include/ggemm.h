@@ -133,7 +133,7 @@ typedef struct ggemm_plan_desc {
     int32_t generate_c;      /* 0: C is not written (default); 1: C is written */
     int32_t scheduler;       /* GGEMM_SCHEDULER_* (default STATIC) */
     /* End of the first (minimum) version of the struct; the fields below are optional. */
-    int32_t tile_m;          /* 0 = choose; else 128 or 256 */
+    int32_t tile_m;          /* 0 = choose; else 64, 128 or 256 */
     int32_t tile_n;          /* 0 = choose; else a supported tile width (see docs/API.md) */
     int32_t cluster_m;       /* 0 = choose; else 1 or 2 CTAs along M */
     int32_t sm_margin;       /* SMs to leave free for overlapping work (default 0) */

@@ -37,8 +37,10 @@ const int kTmaDgluTileWidthEfficiencyCount =
 
 // Single-CTA 128-row tiles first: they are what has run on an H200 (docs/PERFORMANCE.md). The SM100
 // CTA-pair kernels (256 rows, cluster 2) have never run on hardware, so they are chosen only
-// through the tile_m / cluster_m overrides, or when nothing else fits, until they have.
-const Preference kTileMPreference[] = {{128, 1.00}, {256, 0.97}};
+// through the tile_m / cluster_m overrides, or when nothing else fits, until they have. The SM90
+// 64-row tiles (one math warpgroup) serve calls the fill model decides, single experts of a few
+// hundred rows; the score keeps them behind the 128-row tiles of any width everywhere else.
+const Preference kTileMPreference[] = {{128, 1.00}, {256, 0.97}, {64, 0.60}};
 const int kTileMPreferenceCount = sizeof kTileMPreference / sizeof kTileMPreference[0];
 
 const Preference kClusterPreference[] = {{1, 1.00}, {2, 0.98}};

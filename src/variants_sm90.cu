@@ -121,7 +121,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
             Cfg::kBlockK,
             Cfg::kStages,
             Cfg::kClusterM,
-            /*a_box_rows=*/Cfg::kTileM,       // each CTA loads its own 128 rows of A
+            /*a_box_rows=*/Cfg::kTileM,       // each CTA loads its own 128 (or 64) rows of A
             /*b_box_rows=*/Cfg::kBPartRows,   // and its part of B (K-major; a cluster: tile_n / 2)
             /*max_tail_pieces=*/Cfg::kTileN % kPieceColumns == 0 ? kMaxPieces : 1,  // 112 is never cut
             sm90::kSmemBytes<Cfg>,
@@ -147,6 +147,10 @@ using Tile192 = sm90::Config<192, 5>;
 using Tile128 = sm90::Config<128, 6>;
 // 64 wide: for small calls, where 128 x 256 tiles would leave most SMs idle (the planner counts waves).
 using Tile64 = sm90::Config<64, 8>;
+// One math warpgroup, 64-row tiles: single experts of a few hundred rows, where 128-row tiles
+// load the whole A block for every few columns.
+using Rows64Tile64 = sm90::Config<64, 12, sm90::Output::kWarpStores, 0, kKMajor, 1, sm90::PreL2::kPrefetchAtStart, 1>;
+using Rows64Tile128 = sm90::Config<128, 8, sm90::Output::kWarpStores, 0, kKMajor, 1, sm90::PreL2::kPrefetchAtStart, 1>;
 // 32 wide: single experts of a few hundred rows and N of 1536-2048 fill the SMs only in tiles
 // this narrow (DeepGEMM's heuristic picks 32-wide tiles there). K-major weights only (an N-major
 // box is 64 columns).
@@ -195,6 +199,8 @@ const KernelVariant kVariants[] = {
     sm90_variant<Tile112>("sm90_tma_wgmma_128x112x64_s6"),
     sm90_variant<Tile64>("sm90_tma_wgmma_128x64x64_s8"),
     sm90_variant<Tile32>("sm90_tma_wgmma_128x32x64_s10"),
+    sm90_variant<Rows64Tile64>("sm90_tma_wgmma_64x64x64_s12"),
+    sm90_variant<Rows64Tile128>("sm90_tma_wgmma_64x128x64_s8"),
     sm90_variant<Tile256Halves>("sm90_tmastore_halves_128x256x64_s4"),
     sm90_variant<Tile256Whole>("sm90_tmastore_whole_128x256x64_s3"),
     sm90_variant<Tile192Whole>("sm90_tmastore_whole_128x192x64_s4"),

@@ -58,9 +58,12 @@ enum class Output { kWarpStores, kTmaStore };
 // layout are compile-time properties: each combination is its own kernel. kClusterM: CTAs per
 // cluster along M (1, or 2 to multicast the weight tile to both halves of a 256-row tile).
 // kPreL2 (dGLU through TMA only): how the saved pre-activation and d_pre pass the L2
-// (dglu_pingpong_sm90.cuh).
+// (dglu_pingpong_sm90.cuh). kMathWarpgroups: 2 (128-row tiles), or 1 (64-row tiles for single
+// experts of a few hundred rows: warp stores of the plain or general epilogue only, no GLU, no
+// split K, no setmaxnreg: the 256-thread CTA keeps the registers ptxas gives it).
 template <int kTileN_, int kStages_, Output kOutput_ = Output::kWarpStores, int kStoreColumns_ = 0,
-          int kWeightLayout_ = kKMajor, int kClusterM_ = 1, PreL2 kPreL2_ = PreL2::kPrefetchAtStart>
+          int kWeightLayout_ = kKMajor, int kClusterM_ = 1, PreL2 kPreL2_ = PreL2::kPrefetchAtStart,
+          int kMathWarpgroups_ = 2>
 struct Config {
     static constexpr int kTileN = kTileN_;
     static constexpr int kStages = kStages_;
@@ -69,9 +72,9 @@ struct Config {
     static constexpr int kStoreAtoms = kStoreColumns / kAtomColumns;
     static constexpr int kWeightLayout = kWeightLayout_;
     static constexpr int kTransposeB = kWeightLayout == kNMajor ? 1 : 0;  // wgmma imm-trans-b
-    static constexpr int kTileM = 128;          // two math warpgroups x 64 rows (wgmma M = 64)
+    static constexpr int kMathWarpgroups = kMathWarpgroups_;
+    static constexpr int kTileM = 64 * kMathWarpgroups;  // math warpgroups x 64 rows (wgmma M = 64)
     static constexpr int kBlockK = sm90::kBlockK;  // 64 bf16 = 128 bytes: one 128-byte swizzle row
-    static constexpr int kMathWarpgroups = 2;
     static constexpr int kThreads = 128 * (1 + kMathWarpgroups);
     static constexpr int kMathWarps = kMathWarpgroups * 4;
     static constexpr int kRowsPerWarpgroup = kTileM / kMathWarpgroups;
@@ -97,7 +100,8 @@ struct Config {
     // The math warps that read each stage: both warpgroups (each its 64 rows of the tile), or
     // in dGLU through TMA the one warpgroup whose tile it is (compute_dglu_tiles).
     static constexpr int kStageReaderWarps = kTmaStoreDglu ? 4 : kMathWarpgroups * 4;
-    static constexpr bool kSplitK = kClusterM == 1 && kTileN >= 64 && kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
+    static constexpr bool kSplitK = kMathWarpgroups == 2 && kClusterM == 1 && kTileN >= 64 &&
+                                    kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
     // fused GLU forward alone (GluEpilogue).
     static constexpr bool kPlainOnly = false;
@@ -105,8 +109,8 @@ struct Config {
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
-    static constexpr bool kFusedGlu = kOutput == Output::kWarpStores && kTileN < 256 && kTileN >= 64 &&
-                                      kTileN % (2 * kGluBlockColumns) == 0;
+    static constexpr bool kFusedGlu = kMathWarpgroups == 2 && kOutput == Output::kWarpStores && kTileN < 256 &&
+                                      kTileN >= 64 && kTileN % (2 * kGluBlockColumns) == 0;
     // Whether its TMA-store epilogue fuses the GLU forward (a bf16 D without C): the one-CTA
     // K-major kernels 256 wide with a buffer of half the tile (the output is half the tile: one
     // pass) and 192 wide.
@@ -177,6 +181,8 @@ struct Config {
     static_assert(kWeightLayout == kKMajor || kTileN % kNMajorBoxColumns == 0,
                   "N-major B is loaded in boxes of 64 columns");
     static_assert(kClusterM == 1 || kClusterM == 2, "one CTA, or two along M sharing the weight tile");
+    static_assert(kMathWarpgroups == 2 || (kMathWarpgroups == 1 && kOutput == Output::kWarpStores && kClusterM == 1),
+                  "one math warpgroup: the one-CTA warp-store kernels only");
     static_assert(kPreL2 == PreL2::kPrefetchAtStart || kTmaStoreDglu,
                   "only dGLU through TMA streams a pre-activation");
     static_assert(kSegmentAlignment % kScheduleTileM == 0, "a cluster's tile never straddles two experts");
@@ -1354,7 +1360,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     // per-thread registers, with a warp synchronisation and register moves before each wgmma).
     const int warpgroup = __shfl_sync(0xffffffffu, thread / 128, 0);
     if (warpgroup == 0) {
-        ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
+        if constexpr (Cfg::kMathWarpgroups > 1) ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) {
             store_offsets(s.offsets, first, args, shared_counts, lane);
             produce<Cfg>(s, a_map, b_map, pre_map, args, valid_rows);
@@ -1365,7 +1371,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
             }
         }
     } else {
-        ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
+        if constexpr (Cfg::kMathWarpgroups > 1) ptx::setmaxnreg_inc<Cfg::kMathRegisters>();
         compute<Cfg>(s, args, d_map, pre_map, warpgroup - 1);
     }
     // Stay until the other CTA is done too: its math warps arrive on this CTA's empty barriers

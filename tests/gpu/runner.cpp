@@ -157,6 +157,7 @@ ggemm_plan_desc make_desc(const CaseConfig& config, int64_t m, int32_t weight_mo
     desc.bias_dtype = config.bias_dtype;
     desc.generate_c = config.generate_c ? 1 : 0;
     desc.scheduler = scheduler;
+    desc.tile_m = config.tile_m;
     desc.tile_n = config.tile_n;
     desc.cluster_m = config.cluster_m;
     desc.split_k = config.split_k;

@@ -316,17 +316,20 @@ TEST_CASE("sanitizer: small matrix, dense and discrete") {
 }
 
 TEST_CASE("sanitizer: every tile variant at N = 520 with both schedulers and weight modes") {
-    // The tile widths the planner chooses from, each forced: racecheck and synccheck must be
-    // clean on every variant, not only on the planner's choice for the small cases above. K = 8
+    // The tile widths the planner chooses from, each forced, and the 64-row tiles of one math
+    // warpgroup: racecheck and synccheck must be clean on every variant, not only on the
+    // planner's choice for the small cases above. K = 8
     // (one k-block a tile) lets the scheduling thread run ahead and reuse tile slots as soon as
     // they are released; K = 1032 keeps it waiting on them.
     std::size_t index = 0;
     const std::pair<int32_t, int64_t> shapes[] = {{64, 8}, {8, 1032}};  // experts, K
     for (const auto& [experts, k] : shapes) {
-        for (int32_t tile_n : {256, 192, 128}) {
+        const std::pair<int32_t, int32_t> tiles[] = {{0, 256}, {0, 192}, {0, 128}, {64, 128}, {64, 64}};  // tile_m, tile_n
+        for (const auto& [tile_m, tile_n] : tiles) {
             for (int32_t scheduler : {STATIC, DYNAMIC}) {
                 CaseConfig config = with(random_rows(shape("san tile", experts, 520, k, BF16, BF16, NONE, true, scheduler), 400),
                                          kAllRows, 256);
+                config.tile_m = tile_m;
                 config.tile_n = tile_n;
                 config.seed = mix_seed(3100, index++);
                 const HostCase host_case = make_case(config);
@@ -334,7 +337,7 @@ TEST_CASE("sanitizer: every tile variant at N = 520 with both schedulers and wei
                 const Result reference = reference_for(host_case, problem);
                 Stream stream;
                 CaseBuffers buffers(host_case, true, true);
-                const std::string what = case_text(host_case, "dense+discrete") + " tile_n=" + std::to_string(tile_n);
+                const std::string what = case_text(host_case, "dense+discrete");
                 const DeviceOutputs dense = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
                 const DeviceOutputs discrete = run_once(host_case, buffers, GGEMM_WEIGHTS_DISCRETE, scheduler, stream);
                 std::string dense_summary, discrete_summary;

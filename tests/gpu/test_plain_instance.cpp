@@ -22,6 +22,8 @@ constexpr const char* kVariants[] = {
     "sm90_tma_wgmma_128x112x64_s6",
     "sm90_tma_wgmma_128x64x64_s8",
     "sm90_tma_wgmma_128x32x64_s10",
+    "sm90_tma_wgmma_64x64x64_s12",
+    "sm90_tma_wgmma_64x128x64_s8",
     "sm90_tmastore_halves_128x256x64_s4",
     "sm90_tmastore_whole_128x256x64_s3",
     "sm90_tmastore_whole_128x192x64_s4",

@@ -129,7 +129,9 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
     // Up to two waves of 128 x 256 tiles the score's choice stands; below that the fill model
     // takes narrower tiles (N = 7168, K = 2048: 128 tiles of 128 x 112 beat 112 of 128 x 128 and
     // 56 of 128 x 256;
-    // N = 1536 or 2048: 128 x 32 tiles beat half as many of 128 x 64) and never splits K unasked.
+    // N = 1536 or 2048: 64 x 64 tiles, a fifth fewer operand bytes per k-block, beat as many of
+    // 128 x 32 and half as many of 128 x 64; N = 4096: 64 x 128 ties 128 x 64 in the model and
+    // loses on the score, its tile_m's) and never splits K unasked.
     // Over a few rounds the score counts the last one's idle CTAs: 8 experts of 256 rows and
     // N = 7168 take 128 x 256 tiles (448: three rounds, then 52 tiles cut in halves) over
     // 128 x 128 (896, the seventh round 79 % full and too full to cut); N = 2880 takes 128 x 256
@@ -141,10 +143,10 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
                                         {"qwen3_fc1_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc2_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"one_expert_m256", "sm90_tma_wgmma_128x64x64_s8", 1},
-                                        {"one_expert_n2048_m256", "sm90_tma_wgmma_128x32x64_s10", 1},
+                                        {"one_expert_n2048_m256", "sm90_tma_wgmma_64x64x64_s12", 1},
                                         {"dsv3_fc2_one_expert_m256", "sm90_tma_wgmma_128x112x64_s6", 1},
                                         {"dsv3_fc1_two_experts_m512", "sm90_tma_wgmma_128x128x64_s6", 1},
-                                        {"qwen3_fc1_one_expert_m256", "sm90_tma_wgmma_128x32x64_s10", 1},
+                                        {"qwen3_fc1_one_expert_m256", "sm90_tma_wgmma_64x64x64_s12", 1},
                                         {"mixtral_fc1_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"mixtral_fc2_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"gptoss_fc1_decode_L32", "sm90_tmastore_whole_128x192x64_s4", 1},

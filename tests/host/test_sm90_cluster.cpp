@@ -223,7 +223,7 @@ TEST_CASE("sm90 clusters: compiled variants, chosen only when asked for") {
         const bool c2 = std::string(v.name).size() > 3 && std::string(v.name).substr(std::string(v.name).size() - 3) == "_c2";
         CHECK(c2 == (v.cluster_m == 2));
         if (!c2) {
-            CHECK(v.tile_m == 128);
+            CHECK((v.tile_m == 128 || v.tile_m == 64));  // two math warpgroups, or one
             CHECK(v.dynamic_scheduler);
             continue;
         }

@@ -40,7 +40,7 @@
 #            proxy fence, TMA stores, and no global stores of d_pre (no STG.E.128); no local
 #            memory. The N-major kernels (Config's weight layout 1) read B with HGMMA's
 #            transposed-B form (.tnspB); the K-major ones (layout 0) never. The cluster kernels
-#            (Config's last argument 2) multicast B (UTMALDG.xD.MULTICAST), arrive on the other
+#            (Config's cluster_m 2) multicast B (UTMALDG.xD.MULTICAST), arrive on the other
 #            CTA's barriers (SYNCS.ARRIVE.TRANS64.RED) and hold the cluster barrier
 #            (UCGABAR_ARV / UCGABAR_WAIT); the one-CTA kernels (1) none of these. The
 #            grouped_gemm_sm90, _tma_store and wgrad_sm90 kernels issue their TMA loads in an
@@ -55,8 +55,9 @@
 #            the main loop's state to per-thread registers, which cost 2-3 % on the suite's small-K cases
 #            After each setmaxnreg (USETMAXREG.DEALLOC / TRY_ALLOC N) the code reachable from it
 #            names only registers R0 .. R(N-1) (setmaxnreg_regions.py; needs python3): the
-#            producers' 56 (24 in the 192-wide dGLU kernels) and the math warps' 224 (240)
-#            The dGLU kernels with evict-first streams (Config's last argument PreL2 1) carry the
+#            producers' 56 (24 in the 192-wide dGLU kernels) and the math warps' 224 (240); the
+#            kernels of one math warpgroup (64-row tiles, Config's last argument 1) set none
+#            The dGLU kernels with evict-first streams (Config's PreL2 1) carry the
 #            L2 policy on their 2D TMA loads and stores (desc[UR]) and prefetch nothing into the
 #            L2; the other dGLU kernels carry no policy and prefetch (CCTL.E.PF2)
 #   wrappers tests/sass/ptx_wrappers_sm100.cu, which calls every ptx/tcgen05.cuh and ptx/tmem.cuh
@@ -363,16 +364,20 @@ sm100_single="${sm100_config}ELi1ELi[01]EE"
 sm100_pair="${sm100_config}ELi2ELi[01]EE"
 sm100_kmajor="${sm100_config}ELi[12]ELi0EE"
 sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
-# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, PreL2>, or
+# ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, PreL2,
+# math warpgroups>, or
 # the plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> / GluEpilogue<Config<...>>,
 # checked as its Config.
 sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
-sm90_kmajor="${sm90_config}ELi0ELi[12]ELNS0_5PreL2E[01]EE"
-sm90_nmajor="${sm90_config}ELi1ELi[12]ELNS0_5PreL2E[01]EE"
-sm90_single="${sm90_config}ELi[01]ELi1ELNS0_5PreL2E[01]EE"
-sm90_cluster="${sm90_config}ELi[01]ELi2ELNS0_5PreL2E[01]EE"
-sm90_evict_first="${sm90_config}ELi[01]ELi[12]ELNS0_5PreL2E1EE"
-sm90_dglu_plain_streams="grouped_gemm_sm90_dglu.*ELi[01]ELi[12]ELNS0_5PreL2E0EE"
+sm90_kmajor="${sm90_config}ELi0ELi[12]ELNS0_5PreL2E[01]ELi[12]EE"
+sm90_nmajor="${sm90_config}ELi1ELi[12]ELNS0_5PreL2E[01]ELi[12]EE"
+sm90_single="${sm90_config}ELi[01]ELi1ELNS0_5PreL2E[01]ELi[12]EE"
+sm90_cluster="${sm90_config}ELi[01]ELi2ELNS0_5PreL2E[01]ELi[12]EE"
+sm90_evict_first="${sm90_config}ELi[01]ELi[12]ELNS0_5PreL2E1ELi[12]EE"
+sm90_dglu_plain_streams="grouped_gemm_sm90_dglu.*ELi[01]ELi[12]ELNS0_5PreL2E0ELi2EE"
+# Two math warpgroups (and setmaxnreg), or one (64-row tiles, no setmaxnreg).
+sm90_two_warpgroups="${sm90_config}ELi[01]ELi[12]ELNS0_5PreL2E[01]ELi2EE"
+sm90_one_warpgroup="${sm90_config}ELi[01]ELi[12]ELNS0_5PreL2E[01]ELi1EE"
 if disassemble sm_100a; then
     check_kernels sm_100a 'grouped_gemm_sm100' 'LDTM\.x32' 'UTCATOMSWS\.AND' 'SYNCS\.PHASECHK' 'MUFU\.EX2' 'MUFU\.RCP'
     # dGLU: each row's pre-activation prefetched into the L2, then loaded by the row's thread.
@@ -447,8 +452,9 @@ if disassemble sm_90a; then
     # An fp32 output accumulated into leaves by TMA reduce-add.
     check_kernels sm_90a 'wgrad_sm90' 'UTMAREDG\.3D\.ADD'
     check_uniform_batches sm_90a 'grouped_gemm_sm90|wgrad_sm90'
-    check_setmaxnreg_regions sm_90a 'grouped_gemm_sm90|wgrad_sm90'
-    # The weight layout is Config's fifth argument (...ELi1ELi1ELNS0_5PreL2E0EE... is N-major): the
+    check_setmaxnreg_regions sm_90a "$sm90_two_warpgroups|wgrad_sm90"
+    check_absent sm_90a "$sm90_one_warpgroup" 'USETMAXREG'
+    # The weight layout is Config's fifth argument (...ELi1ELi1ELNS0_5PreL2E0ELi2EE... is N-major): the
     # N-major kernels read B transposed (HGMMA ... .tnspB), the K-major ones never do.
     check_kernels sm_90a "$sm90_nmajor" 'HGMMA\.64x[0-9]+x16\.F32\.BF16 [^;]*\.tnspB'
     check_absent sm_90a "$sm90_kmajor" 'HGMMA[^;]*tnspB'
@@ -473,7 +479,7 @@ if disassemble sm_90a; then
     # whole-width tile two n128 register blocks (never one n256 wgmma).
     glu_instances="$(ls "$work/sm_90a" | grep 'INS0_11GluEpilogue')"
     if [[ "$(grep -c . <<< "$glu_instances")" -eq 1 &&
-          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1ELNS0_5PreL2E0EE ]]; then
+          "$glu_instances" =~ 11GluEpilogueINS0_6ConfigILi256ELi4ELNS0_6OutputE1ELi128ELi0ELi1ELNS0_5PreL2E0ELi2EE ]]; then
         pass "sm_90a: one GLU instance, of the 256-wide half-tile kernel"
     else
         fail "sm_90a: GLU instances: ${glu_instances:-none} (expected the 256-wide half-tile kernel's alone)"
@@ -490,6 +496,9 @@ if disassemble sm_90a; then
         fi
         if [[ ! "$name" =~ $sm90_single && ! "$name" =~ $sm90_cluster ]]; then
             fail "sm_90a $name: neither a one-CTA nor a cluster Config; update check_sass.sh"
+        fi
+        if [[ ! "$name" =~ $sm90_two_warpgroups && ! "$name" =~ $sm90_one_warpgroup ]]; then
+            fail "sm_90a $name: neither two math warpgroups nor one; update check_sass.sh"
         fi
     done
 fi
@@ -514,7 +523,8 @@ while read -r line; do
     # The SM90 kernel's setmaxnreg budget (128 x 56 + 256 x 224 registers) spends exactly the
     # registers a 384-thread CTA gets at 168 per thread: allocated any fewer, setmaxnreg.inc
     # would wait forever (kernels/sm90/grouped_gemm_sm90.cuh, Config).
-    if [[ "$name" =~ grouped_gemm_sm90|wgrad_sm90 ]]; then
+    # One math warpgroup (256 threads) sets no register count: ptxas's own allocation stands.
+    if [[ "$name" =~ grouped_gemm_sm90|wgrad_sm90 && ! "$name" =~ $sm90_one_warpgroup ]]; then
         registers="$(echo "$line" | grep -oE 'REG:[0-9]+' | cut -d: -f2)"
         if [[ "${registers:-x}" == "168" ]]; then
             pass "$name: REG:168, the setmaxnreg budget"

@@ -30,6 +30,7 @@ std::string describe(const CaseConfig& config) {
     }
     if (config.one_shot) text << " one-shot";
     if (config.weight_layout == GGEMM_WEIGHT_LAYOUT_N_MAJOR) text << " N-major";
+    if (config.tile_m != 0) text << " tile_m=" << config.tile_m;
     if (config.tile_n != 0) text << " tile_n=" << config.tile_n;
     if (config.cluster_m != 0) text << " cluster_m=" << config.cluster_m;
     if (config.split_k != 0) text << " split_k=" << config.split_k;

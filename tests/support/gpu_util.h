@@ -45,7 +45,8 @@ struct CaseConfig {
     int64_t fixed_m = 0;            // ... unless fixed_m > 0 (kExplicit, graph replays)
     int sampled_rows_per_expert = -1;  // reference rows per expert (+ first/last); -1: every row
     bool one_shot = false;          // run through ggemm_grouped_gemm instead of a plan
-    int32_t tile_n = 0;             // plan overrides (0: the planner's choice)
+    int32_t tile_m = 0;             // plan overrides (0: the planner's choice)
+    int32_t tile_n = 0;
     int32_t cluster_m = 0;
     int32_t split_k = 0;            // 0: the planner's choice, 1: never split K
     int32_t weight_layout = GGEMM_WEIGHT_LAYOUT_K_MAJOR;  // how HostCase::b holds each B_g
