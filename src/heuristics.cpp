@@ -62,9 +62,13 @@ const int64_t kLargeExpertRows = 2048;
 // experts of 256 rows and K = 7168 on an H200 (537-546 cycles per 24 KB k-block; DeepGEMM's
 // heuristic assumes 64, and its kernel of that configuration drew 61); about 6150 bytes per
 // cycle from L2 for all SMs together (DeepGEMM's number); 4.8 TB/s of HBM3e at 1.83 GHz, about
-// 2600 bytes per cycle. Blackwell: no model (never measured), so the score alone chooses there.
+// 2600 bytes per cycle. One math warpgroup: the 64 x 128 kernel took 0.93-0.94x the 128 x 64
+// kernel's time per k-block (the same 24 KB; one warpgroup's wgmma reads B from shared memory
+// once, two read it twice) and about 0.45 us more per call (H100, 2026-12-05, two machines,
+// bench/k_scan_shapes.json at N = 4096, K = 2048-7168): 48 bytes per cycle, 800 cycles more per
+// item. Blackwell: no model (never measured), so the score alone chooses there.
 const FillModel kFillModel[] = {
-    {90, 4096.0, 45.0, 6150.0, 2600.0, 2000.0, 64.0},
+    {90, 4096.0, /*two_warpgroups=*/{45.0, 2000.0}, /*one_warpgroup=*/{48.0, 2800.0}, 6150.0, 2600.0, 64.0},
 };
 const int kFillModelCount = sizeof kFillModel / sizeof kFillModel[0];
 
@@ -154,13 +158,14 @@ FillEstimate estimate_fill(const KernelVariant& variant, int64_t rows, int64_t n
     e.waves = (e.tiles * splits + grid - 1) / grid;
     const int64_t k_blocks = (k + variant.block_k - 1) / variant.block_k;
     const double mma = 2.0 * tile_m * tile_n * block_k / model->mma_flops_per_cycle;
-    const double operands = (tile_m + tile_n) * block_k * 2.0 / model->operand_bytes_per_cycle;
+    const ItemRates& rates = variant.math_warpgroups == 1 ? model->one_warpgroup : model->two_warpgroups;
+    const double operands = (tile_m + tile_n) * block_k * 2.0 / rates.operand_bytes_per_cycle;
     const double block = mma > operands ? mma : operands;
-    const double output = tile_m * tile_n * 2.0 / model->operand_bytes_per_cycle;
+    const double output = tile_m * tile_n * 2.0 / rates.operand_bytes_per_cycle;
     // Split: each split stores its fp32 partial; the last loads all of them (one more on average).
     const double partial_bytes = splits > 1 ? 2.0 * tile_m * tile_n * 4.0 : 0.0;
     const double item_blocks = static_cast<double>((k_blocks + splits - 1) / splits);
-    e.item_cycles = item_blocks * block + model->item_overhead_cycles + output / splits +
+    e.item_cycles = item_blocks * block + rates.item_overhead_cycles + output / splits +
                     partial_bytes / model->partial_bytes_per_cycle;
     const double items = static_cast<double>(e.tiles) * splits;
     e.l2_cycles = items * (item_blocks * (tile_m + tile_n) * block_k * 2.0 + partial_bytes) / model->l2_bytes_per_cycle;

@@ -79,13 +79,18 @@ extern const OutputPreference kOutputPreference;
 double output_factor(const KernelVariant& variant) noexcept;
 
 // The fill model's beliefs about one architecture's SM (kFillModel).
+// What one SM's work items cost beside their tensor-core time, by the kernel's math warpgroups.
+struct ItemRates {
+    double operand_bytes_per_cycle;  // A and B bytes one SM's TMA loads bring per cycle (from L2)
+    double item_overhead_cycles;     // per work item: pipeline fill and drain, scheduling
+};
 struct FillModel {
     int32_t arch;
     double mma_flops_per_cycle;      // dense bf16 tensor-core flops per SM per cycle
-    double operand_bytes_per_cycle;  // A and B bytes one SM's TMA loads bring per cycle (from L2)
+    ItemRates two_warpgroups;        // KernelVariant::math_warpgroups = 2 (128-row tiles)
+    ItemRates one_warpgroup;         // math_warpgroups = 1 (64-row tiles)
     double l2_bytes_per_cycle;       // what all SMs together draw from L2 per cycle
     double dram_bytes_per_cycle;     // the whole device's memory bandwidth per SM clock
-    double item_overhead_cycles;     // per work item: pipeline fill and drain, scheduling
     double partial_bytes_per_cycle;  // one SM's fp32 partial stores and loads (split-K), per cycle
 };
 extern const FillModel kFillModel[];

@@ -71,6 +71,9 @@ struct KernelVariant {
     // variant that has not below every one that has (better_choice): it serves a plan only when
     // nothing proven can, e.g. GGEMM_KERNEL names it.
     bool proven = true;
+    // Warpgroups issuing the tile's MMAs (SM90: one per 64 rows of the CTA's tile); the fill
+    // model's rates depend on it (src/heuristics.h, ItemRates).
+    int32_t math_warpgroups = 2;
 };
 
 }  // namespace ggemm

@@ -139,6 +139,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
     variant.tma_dglu = Cfg::kTmaStoreDglu;
     variant.glu_instance = sm90::kGluOverlap<Cfg>;
+    variant.math_warpgroups = Cfg::kMathWarpgroups;
     return variant;
 }
 

@@ -130,8 +130,8 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
     // takes narrower tiles (N = 7168, K = 2048: 128 tiles of 128 x 112 beat 112 of 128 x 128 and
     // 56 of 128 x 256;
     // N = 1536 or 2048: 64 x 64 tiles, a fifth fewer operand bytes per k-block, beat as many of
-    // 128 x 32 and half as many of 128 x 64; N = 4096: 64 x 128 ties 128 x 64 in the model and
-    // loses on the score, its tile_m's) and never splits K unasked.
+    // 128 x 32 and half as many of 128 x 64; N = 4096, K = 7168: 64 x 128, the same bytes per
+    // k-block as 128 x 64 drawn at one warpgroup's faster rate) and never splits K unasked.
     // Over a few rounds the score counts the last one's idle CTAs: 8 experts of 256 rows and
     // N = 7168 take 128 x 256 tiles (448: three rounds, then 52 tiles cut in halves) over
     // 128 x 128 (896, the seventh round 79 % full and too full to cut); N = 2880 takes 128 x 256
@@ -142,7 +142,7 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
                                         {"dsv3_fc2_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc1_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
                                         {"qwen3_fc2_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                        {"one_expert_m256", "sm90_tma_wgmma_128x64x64_s8", 1},
+                                        {"one_expert_m256", "sm90_tma_wgmma_64x128x64_s8", 1},
                                         {"one_expert_n2048_m256", "sm90_tma_wgmma_64x64x64_s12", 1},
                                         {"dsv3_fc2_one_expert_m256", "sm90_tma_wgmma_128x112x64_s6", 1},
                                         {"dsv3_fc1_two_experts_m512", "sm90_tma_wgmma_128x128x64_s6", 1},
@@ -163,6 +163,26 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
         CHECK(plan.k_splits == 1);
         CHECK(plan.description.find("split-K: none") != std::string::npos);
     }
+}
+
+TEST_CASE("fill: one expert of 256 rows over K") {
+    // N = 4096: 128 tiles of 64 x 128 or of 128 x 64, the same operand bytes per k-block; one
+    // warpgroup draws them faster but costs more per item, so 64 x 128 from K = 2048 on.
+    // N = 2048: 64 x 64 at every K, a fifth fewer bytes per k-block than as many 128 x 32 tiles.
+    check_pins("k_scan_shapes.json", {
+                                         {"kscan_n4096_k512", "sm90_tma_wgmma_128x64x64_s8", 1},
+                                         {"kscan_n4096_k1024", "sm90_tma_wgmma_128x64x64_s8", 1},
+                                         {"kscan_n4096_k2048", "sm90_tma_wgmma_64x128x64_s8", 1},
+                                         {"kscan_n4096_k4096", "sm90_tma_wgmma_64x128x64_s8", 1},
+                                         {"kscan_n4096_k7168", "sm90_tma_wgmma_64x128x64_s8", 1},
+                                         {"kscan_n4096_k14336", "sm90_tma_wgmma_64x128x64_s8", 1},
+                                         {"kscan_n2048_k512", "sm90_tma_wgmma_64x64x64_s12", 1},
+                                         {"kscan_n2048_k1024", "sm90_tma_wgmma_64x64x64_s12", 1},
+                                         {"kscan_n2048_k2048", "sm90_tma_wgmma_64x64x64_s12", 1},
+                                         {"kscan_n2048_k4096", "sm90_tma_wgmma_64x64x64_s12", 1},
+                                         {"kscan_n2048_k7168", "sm90_tma_wgmma_64x64x64_s12", 1},
+                                         {"kscan_n2048_k14336", "sm90_tma_wgmma_64x64x64_s12", 1},
+                                     });
 }
 
 TEST_CASE("split-K: the splits cover every k-block exactly once, in order, evenly") {
