@@ -103,6 +103,29 @@ TEST_CASE("valid rows: counts 0, 1, 63, 64, 65, 255, 256 per expert, every outpu
     }
 }
 
+TEST_CASE("valid rows: the 64-row tiles of one math warpgroup, both schedulers") {
+    // Each 64-row tile lies wholly before a count, wholly past it (no MMA, no store) or is cut by
+    // it (63, 65, 129, 255, 300); both dtype sets: the general instance and the plain one.
+    for (const char* variant : {"sm90_tma_wgmma_64x64x64_s12", "sm90_tma_wgmma_64x128x64_s8"}) {
+        for (const bool plain_dtypes : {false, true}) {
+            ScopedKernel kernel(variant);
+            const Design design = {variant, plain_dtypes};
+            CaseConfig config = rows_config("valid rows, 64-row tiles", design, GGEMM_WEIGHT_LAYOUT_K_MAJOR,
+                                            mix_seed(22050, plain_dtypes ? 1u : 0u));
+            if (plain_dtypes) config.bias_dtype = GGEMM_DTYPE_NONE;  // the plain epilogue's call
+            const HostCase host_case = case_with_counts(config, kCounts);
+            Stream stream;
+            CaseBuffers buffers(host_case, true, false);
+            const std::string what = std::string(variant) + " " + describe(host_case.config);
+            const DeviceOutputs first =
+                run_checked(what + " static", host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
+            const DeviceOutputs second = run_checked(what + " dynamic", host_case, buffers, GGEMM_WEIGHTS_DENSE,
+                                                     GGEMM_SCHEDULER_DYNAMIC, stream);
+            CHECK(same_bits(what + " static vs dynamic", first, second));
+        }
+    }
+}
+
 TEST_CASE("valid rows: counts that fill every segment give the bits of a call without counts") {
     for (const Design& design : kDesigns) {
         ScopedKernel kernel(design.prefix);
