@@ -78,12 +78,12 @@ extern const OutputPreference kOutputPreference;
 // The variant's output factor: kOutputPreference's entry for its output design.
 double output_factor(const KernelVariant& variant) noexcept;
 
-// The fill model's beliefs about one architecture's SM (kFillModel).
 // What one SM's work items cost beside their tensor-core time, by the kernel's math warpgroups.
 struct ItemRates {
     double operand_bytes_per_cycle;  // A and B bytes one SM's TMA loads bring per cycle (from L2)
     double item_overhead_cycles;     // per work item: pipeline fill and drain, scheduling
 };
+// The fill model's beliefs about one architecture's SM (kFillModel).
 struct FillModel {
     int32_t arch;
     double mma_flops_per_cycle;      // dense bf16 tensor-core flops per SM per cycle
