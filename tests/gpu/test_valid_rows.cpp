@@ -82,6 +82,18 @@ DeviceOutputs run_checked(const std::string& what, const HostCase& host_case, Ca
     return outputs;
 }
 
+// Runs the case on each scheduler, each judged by run_checked; their outputs must be equal bit
+// for bit.
+void check_both_schedulers(const std::string& what, const HostCase& host_case) {
+    Stream stream;
+    CaseBuffers buffers(host_case, true, false);
+    const DeviceOutputs first =
+        run_checked(what + " static", host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
+    const DeviceOutputs second =
+        run_checked(what + " dynamic", host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_DYNAMIC, stream);
+    CHECK(same_bits(what + " static vs dynamic", first, second));
+}
+
 }  // namespace
 
 TEST_CASE("valid rows: counts 0, 1, 63, 64, 65, 255, 256 per expert, every output design, both schedulers") {
@@ -91,14 +103,7 @@ TEST_CASE("valid rows: counts 0, 1, 63, 64, 65, 255, 256 per expert, every outpu
             const HostCase host_case = case_with_counts(
                 rows_config("valid rows", design, layout, mix_seed(22000, static_cast<uint64_t>(layout))), kCounts);
             REQUIRE(valid_rows_violations(host_case.problem()) == 0u);
-            Stream stream;
-            CaseBuffers buffers(host_case, true, false);
-            const std::string what = std::string(design.prefix) + " " + describe(host_case.config);
-            const DeviceOutputs first =
-                run_checked(what + " static", host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
-            const DeviceOutputs second = run_checked(what + " dynamic", host_case, buffers, GGEMM_WEIGHTS_DENSE,
-                                                     GGEMM_SCHEDULER_DYNAMIC, stream);
-            CHECK(same_bits(what + " static vs dynamic", first, second));
+            check_both_schedulers(std::string(design.prefix) + " " + describe(host_case.config), host_case);
         }
     }
 }
@@ -109,19 +114,12 @@ TEST_CASE("valid rows: the 64-row tiles of one math warpgroup, both schedulers")
     for (const char* variant : {"sm90_tma_wgmma_64x64x64_s12", "sm90_tma_wgmma_64x128x64_s8"}) {
         for (const bool plain_dtypes : {false, true}) {
             ScopedKernel kernel(variant);
-            const Design design = {variant, plain_dtypes};
+            const Design design = {variant, plain_dtypes};  // tma_store's dtypes: bf16 D, no C
             CaseConfig config = rows_config("valid rows, 64-row tiles", design, GGEMM_WEIGHT_LAYOUT_K_MAJOR,
                                             mix_seed(22050, plain_dtypes ? 1u : 0u));
             if (plain_dtypes) config.bias_dtype = GGEMM_DTYPE_NONE;  // the plain epilogue's call
             const HostCase host_case = case_with_counts(config, kCounts);
-            Stream stream;
-            CaseBuffers buffers(host_case, true, false);
-            const std::string what = std::string(variant) + " " + describe(host_case.config);
-            const DeviceOutputs first =
-                run_checked(what + " static", host_case, buffers, GGEMM_WEIGHTS_DENSE, GGEMM_SCHEDULER_STATIC, stream);
-            const DeviceOutputs second = run_checked(what + " dynamic", host_case, buffers, GGEMM_WEIGHTS_DENSE,
-                                                     GGEMM_SCHEDULER_DYNAMIC, stream);
-            CHECK(same_bits(what + " static vs dynamic", first, second));
+            check_both_schedulers(std::string(variant) + " " + describe(host_case.config), host_case);
         }
     }
 }
