@@ -11,7 +11,9 @@ GGEMM_KERNEL prefix given with --kernel, then with --unscaled the plan's choice 
 prob = NULL) and DeepGEMM's m_grouped_bf16_gemm_nt_contiguous when `import deep_gemm` works.
 Same inputs and arguments as bench/peers.py (random alpha and prob for ggemm).
 
-With --dglu, the case's backward through its fc1 activation instead, as bench/glu.py times it:
+With --glu, the case's fused GLU forward instead, as bench/glu.py times it: ggemm's GLU (SwiGLU,
+bf16 D of M x N/2, no C), its plain GEMM of the same M x N x K, then the GLU on each --kernel
+prefix. With --dglu, the case's backward through its fc1 activation instead, as bench/glu.py times it:
 ggemm's dGLU (SwiGLU, bf16 pre-activation and d_pre, the second layer's N-major weights), its
 plain dgrad of the same size, then that dgrad on each --kernel prefix.
 """
@@ -35,8 +37,11 @@ def parse_args():
                         "(GGEMM_KERNEL; repeatable)")
     p.add_argument("--unscaled", action="store_true",
                    help="also profile the plan's choice with alpha = prob = NULL (D = A B_g^T)")
-    p.add_argument("--dglu", action="store_true",
-                   help="profile the case's dGLU and plain dgrad instead of its forward (--kernel: the dgrad's)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--glu", action="store_true",
+                      help="profile the case's fused GLU forward and its plain GEMM (--kernel: the GLU's)")
+    mode.add_argument("--dglu", action="store_true",
+                      help="profile the case's dGLU and plain dgrad instead of its forward (--kernel: the dgrad's)")
     return p.parse_args()
 
 
@@ -65,6 +70,23 @@ def forward_runs(torch, lib, case, opts, handle):
     return data, runs
 
 
+def glu_runs(torch, lib, case, prefixes, handle):
+    """ggemm's fused SwiGLU forward and plain GEMM of the case (bench/glu.py's), then the GLU on each
+    forced kernel."""
+    import glu
+    data = glu.Case(torch, lib, case, 1)
+    runs = []
+    swiglu, none = peers.gg.ACTIVATION_SWIGLU, peers.gg.ACTIVATION_NONE
+    for name, activation, prefix in [("glu", swiglu, None), ("plain", none, None)] + \
+            [("glu_" + prefix, swiglu, prefix) for prefix in prefixes]:
+        with peers.forced_kernel(prefix):
+            plan, args, workspace = data.plan(torch, activation)
+        kernel = [line for line in plan.describe().splitlines() if line.startswith("kernel:")][0]
+        print("%s: %s" % (name, kernel[:80]))
+        runs.append((name, lambda p=plan, a=args, w=workspace: p.execute(a[0], handle)))
+    return data, runs
+
+
 def dglu_runs(torch, lib, case, prefixes, handle):
     """ggemm's dGLU and plain dgrad of the case (bench/glu.py's), then the dgrad on each forced kernel."""
     import glu
@@ -86,7 +108,9 @@ def main():
     lib = peers.gg.Library(os.path.abspath(opts.lib))
     case = peers.load_cases(opts.shapes, opts.case)[0]
     handle = torch.cuda.current_stream().cuda_stream
-    if opts.dglu:
+    if opts.glu:
+        data, runs = glu_runs(torch, lib, case, opts.kernel, handle)
+    elif opts.dglu:
         data, runs = dglu_runs(torch, lib, case, opts.kernel, handle)
     else:
         data, runs = forward_runs(torch, lib, case, opts, handle)
