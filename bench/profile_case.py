@@ -13,9 +13,9 @@ Same inputs and arguments as bench/peers.py (random alpha and prob for ggemm).
 
 With --glu, the case's fused GLU forward instead, as bench/glu.py times it: ggemm's GLU (SwiGLU,
 bf16 D of M x N/2, no C), its plain GEMM of the same M x N x K, then the GLU on each --kernel
-prefix. With --dglu, the case's backward through its fc1 activation instead, as bench/glu.py times it:
-ggemm's dGLU (SwiGLU, bf16 pre-activation and d_pre, the second layer's N-major weights), its
-plain dgrad of the same size, then that dgrad on each --kernel prefix.
+prefix. With --dglu, the case's backward through its fc1 activation instead, as bench/glu.py
+times it: ggemm's dGLU (SwiGLU, bf16 pre-activation and d_pre, the second layer's N-major
+weights), its plain dgrad of the same size, then that dgrad on each --kernel prefix.
 """
 import argparse
 import os
@@ -70,36 +70,40 @@ def forward_runs(torch, lib, case, opts, handle):
     return data, runs
 
 
+def plan_runs(specs, handle):
+    """One run per (name, GGEMM_KERNEL prefix or None, plan maker): the plan made under the prefix,
+    its kernel printed, its first argument set executed."""
+    runs = []
+    for name, prefix, make in specs:
+        with peers.forced_kernel(prefix):
+            plan, args, workspace = make()
+        kernel = [line for line in plan.describe().splitlines() if line.startswith("kernel:")][0]
+        print("%s: %s" % (name, kernel[:80]))
+        runs.append((name, lambda p=plan, a=args, w=workspace: p.execute(a[0], handle)))
+    return runs
+
+
 def glu_runs(torch, lib, case, prefixes, handle):
     """ggemm's fused SwiGLU forward and plain GEMM of the case (bench/glu.py's), then the GLU on each
     forced kernel."""
     import glu
     data = glu.Case(torch, lib, case, 1)
-    runs = []
     swiglu, none = peers.gg.ACTIVATION_SWIGLU, peers.gg.ACTIVATION_NONE
-    for name, activation, prefix in [("glu", swiglu, None), ("plain", none, None)] + \
-            [("glu_" + prefix, swiglu, prefix) for prefix in prefixes]:
-        with peers.forced_kernel(prefix):
-            plan, args, workspace = data.plan(torch, activation)
-        kernel = [line for line in plan.describe().splitlines() if line.startswith("kernel:")][0]
-        print("%s: %s" % (name, kernel[:80]))
-        runs.append((name, lambda p=plan, a=args, w=workspace: p.execute(a[0], handle)))
-    return data, runs
+    return data, plan_runs([("glu", None, lambda: data.plan(torch, swiglu)),
+                            ("plain", None, lambda: data.plan(torch, none))] +
+                           [("glu_" + prefix, prefix, lambda: data.plan(torch, swiglu)) for prefix in prefixes],
+                           handle)
 
 
 def dglu_runs(torch, lib, case, prefixes, handle):
     """ggemm's dGLU and plain dgrad of the case (bench/glu.py's), then the dgrad on each forced kernel."""
     import glu
     data = glu.Case(torch, lib, case, 1)
-    runs = []
-    for name, dglu, prefix in [("dglu", True, None), ("dgrad", False, None)] + \
-            [("dgrad_" + prefix, False, prefix) for prefix in prefixes]:
-        with peers.forced_kernel(prefix):
-            plan, args, workspace = data.backward_plan(torch, dglu)
-        kernel = [line for line in plan.describe().splitlines() if line.startswith("kernel:")][0]
-        print("%s: %s" % (name, kernel[:80]))
-        runs.append((name, lambda p=plan, a=args, w=workspace: p.execute(a[0], handle)))
-    return data, runs
+    return data, plan_runs([("dglu", None, lambda: data.backward_plan(torch, True)),
+                            ("dgrad", None, lambda: data.backward_plan(torch, False))] +
+                           [("dgrad_" + prefix, prefix, lambda: data.backward_plan(torch, False))
+                            for prefix in prefixes],
+                           handle)
 
 
 def main():
