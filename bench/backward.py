@@ -25,7 +25,6 @@ TFLOP/s = 2*M*N'*K' / median time. Writes backward.json into --out and prints a 
     python3 bench/backward.py --lib build-gpu/libggemm.so --out out/backward
 """
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -35,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import ggemm_ctypes as gg  # noqa: E402
-from peers import forced_kernel, load_cases, rel_error, short_error, time_ops  # noqa: E402
+from peers import forced_kernel, load_cases, rel_error, run_meta, short_error, time_ops  # noqa: E402
 
 CHECK_TOLERANCE = 1e-2
 MAX_SETS = 16
@@ -220,10 +219,7 @@ def main():
     lib = gg.Library(os.path.abspath(opts.lib))
     # ctypes loads each build RTLD_LOCAL, so two builds' entry points never mix.
     alt_libs = {path: gg.Library(os.path.abspath(path)) for _, _, path in opts.alternatives if path}
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": torch.cuda.get_device_properties(0).name, "torch": torch.__version__,
-            "commit": os.environ.get("GGEMM_COMMIT", "unknown"), "rounds": opts.rounds,
-            "command": " ".join([os.path.basename(sys.executable)] + sys.argv)}
+    meta = dict(run_meta(torch, lib), rounds=opts.rounds)
     stream = torch.cuda.Stream()
     results = []
     with torch.cuda.stream(stream):

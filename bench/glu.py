@@ -25,7 +25,8 @@ scheduler (tiles claimed from a counter: `desc.scheduler`, `dynamic_sched` in Py
 rounds, the outputs required bitwise equal to the static deal's. With --alt-kernel NAME=PREFIX
 (repeatable), this library's GLU forward and dGLU restricted to kernels whose name starts with
 PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made.
-Writes glu.json into --out and prints a table with the ratios:
+Writes glu.json into --out (with the run's date, device, library and command, as peers.py's) and
+prints them, then a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
   mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10),
   and with --train glu_train / plain.
@@ -41,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import ggemm_ctypes as gg  # noqa: E402
-from peers import forced_kernel, load_cases, rel_error, short_error, time_ops  # noqa: E402
+from peers import forced_kernel, load_cases, rel_error, run_meta, short_error, time_ops  # noqa: E402
 
 CHECK_TOLERANCE = 1e-2
 MAX_SETS = 16
@@ -376,6 +377,9 @@ def main():
     alt_libs = [(name, gg.Library(os.path.abspath(path))) for name, path in opts.alt_libs]
     cases = [c for c in load_cases(opts.shapes, opts.cases) if opts.cases or "fc1" in c["name"]]
     os.makedirs(opts.out, exist_ok=True)
+    meta = dict(run_meta(torch, lib), rounds=opts.rounds)
+    print("glu.py: %s, %s, torch %s, %s, %d rounds" % (meta["device"], meta["date"], meta["torch"], meta["lib"],
+                                                        opts.rounds), flush=True)
     compiled_act = torch.compile(lambda pre: swiglu_blocks(torch, pre))
     stream = torch.cuda.Stream()
     results = []
@@ -400,7 +404,7 @@ def main():
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
     }
     with open(os.path.join(opts.out, "glu.json"), "w") as f:
-        json.dump({"cases": results, "summary": summary, "rounds": opts.rounds}, f, indent=1)
+        json.dump(dict(meta, cases=results, summary=summary), f, indent=1)
 
     print("%-18s %9s %9s %11s %11s  %8s %8s %8s  %9s %9s %8s  %s" % (
         "case", "glu ms", "plain ms", "plain+eag", "mm+compile", "glu/pln", "eag/glu", "cmp/glu", "dglu ms",

@@ -318,6 +318,19 @@ def time_ops(torch, stream, ops, sets, rounds, warmup, lead_cycles):
     return samples
 
 
+def run_meta(torch, lib):
+    """What every report of a run records: when, on which device and software, which library, the command."""
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": props.name, "sm_count": props.multi_processor_count,
+        "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+        "ggemm_version": lib.version, "lib": lib.path,
+        "commit": os.environ.get("GGEMM_COMMIT", "unknown"),
+        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+    }
+
+
 def short_error(e):
     text = str(e).strip().splitlines()
     return "%s: %s" % (type(e).__name__, text[0][:300] if text else "")
@@ -689,20 +702,13 @@ def main():
         if name == "ggemm_rows" or names.count(name) > 1:
             sys.exit("peers.py: the alternative name %s is %s; pick another NAME" % (
                 name[len("ggemm_"):], "reserved" if name == "ggemm_rows" else "given twice"))
-    props = torch.cuda.get_device_properties(0)
-    meta = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": props.name, "sm_count": props.multi_processor_count,
-        "torch": torch.__version__, "torch_cuda": torch.version.cuda,
-        "ggemm_version": lib.version, "lib": lib.path,
-        "commit": os.environ.get("GGEMM_COMMIT", "unknown"),
-        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+    meta = dict(run_meta(torch, lib), **{
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
         "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib, "alt_kernel": opts.alt_kernel,
         "alt_split": opts.alt_split, "unscaled": opts.unscaled, "alt_null": opts.alt_null,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-    }
+    })
     print("peers.py: %s, torch %s, ggemm %d, %d cases, %d rounds" % (
         meta["device"], meta["torch"], lib.version, len(cases), opts.rounds), flush=True)
 
