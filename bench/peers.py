@@ -30,6 +30,7 @@ peers.md and peers.png into --out, and prints the table last.
 """
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import json
 import math
@@ -83,6 +84,9 @@ def parse_args():
     p.add_argument("--alt-split", action="append", default=[], type=int, metavar="SPLIT_K",
                    help="also time ggemm with desc.split_k = SPLIT_K (1: never split K; 2..8: split K that "
                         "many ways on calls of up to 1024 rows): reported as ggemm_splitSPLIT_K (repeatable)")
+    p.add_argument("--alt-margin", action="append", default=[], type=int, metavar="SM_MARGIN",
+                   help="also time ggemm with desc.sm_margin = SM_MARGIN (a persistent grid that many SMs "
+                        "smaller, planned for it): reported as ggemm_marginSM_MARGIN (repeatable)")
     p.add_argument("--unscaled", action="store_true",
                    help="also time ggemm with alpha = prob = NULL (D = A B_g^T, the work the peers do): "
                         "reported as ggemm_unscaled")
@@ -172,12 +176,26 @@ class CaseData:
             self.d_full = torch.empty(self.m, self.n, dtype=bf16, device=dev)
 
 
+@dataclasses.dataclass(frozen=True)
+class Alternative:
+    """A further ggemm run timed in the same rounds: its report name, its build of the library, and
+    what its plan overrides (the plan's own choice where 0, None or empty)."""
+    name: str
+    lib: object
+    tile_n: int = 0
+    cluster_m: int = 0
+    kernel: str = None  # kernel-variant name prefix (forced_kernel)
+    split_k: int = 0
+    sm_margin: int = 0
+    nulls: tuple = ()  # the pointers passed as NULL
+
+
 class GgemmCase:
     """A ggemm plan over CaseData with one ggemm_args per input set."""
 
     def __init__(self, lib, torch, data, scheduler, full, tile_n=0, cluster_m=0, split_k=0, valid_rows=None,
-                 nulls=()):
-        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m, split_k=split_k,
+                 nulls=(), sm_margin=0):
+        self.plan = lib.plan(lib.plan_desc(tile_n=tile_n, cluster_m=cluster_m, split_k=split_k, sm_margin=sm_margin,
             device=torch.cuda.current_device(), m_capacity=max(data.m, 256), n=data.n, k=data.k,
             num_experts=data.L, weight_mode=gg.WEIGHTS_DENSE,
             c_dtype=gg.DTYPE_FP32 if full else gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
@@ -395,11 +413,13 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
 
-    for name, alt_lib, tile_n, cluster_m, kernel, split_k, nulls in opts.alternatives:
+    for alt in opts.alternatives:
+        name = alt.name
         try:
-            with forced_kernel(kernel):
-                gcase = GgemmCase(alt_lib, torch, data, scheduler, full=False, tile_n=tile_n, cluster_m=cluster_m,
-                                  split_k=split_k, nulls=nulls)
+            with forced_kernel(alt.kernel):
+                gcase = GgemmCase(alt.lib, torch, data, scheduler, full=False, tile_n=alt.tile_n,
+                                  cluster_m=alt.cluster_m, split_k=alt.split_k, nulls=alt.nulls,
+                                  sm_margin=alt.sm_margin)
             plans.append(gcase)
             result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
             result.setdefault("alt_plans", {})[name] = gcase.description
@@ -672,32 +692,33 @@ def main():
     if not hasattr(torch, "_grouped_mm"):
         print("peers.py: this torch has no torch._grouped_mm; that peer will be recorded as failed")
     lib = gg.Library(os.path.abspath(opts.lib))
-    # Further ggemm runs in the same rounds: (name, library, tile_n, cluster_m, kernel prefix,
-    # split_k, the pointers passed as NULL). ctypes loads each build RTLD_LOCAL, so two builds'
-    # entry points never mix.
+    # Further ggemm runs in the same rounds (Alternative). ctypes loads each build RTLD_LOCAL, so
+    # two builds' entry points never mix.
     opts.alternatives = []
     for spec in opts.alt:
         try:
             tile_n, cluster_m = (int(v) for v in spec.split("x"))
         except ValueError:
             sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M" % spec)
-        opts.alternatives.append(("ggemm_" + spec, lib, tile_n, cluster_m, None, 0, ()))
+        opts.alternatives.append(Alternative("ggemm_" + spec, lib, tile_n=tile_n, cluster_m=cluster_m))
     for spec in opts.alt_lib:
         name, _, path = spec.partition("=")
-        opts.alternatives.append(("ggemm_" + name, gg.Library(os.path.abspath(path)), 0, 0, None, 0, ()))
+        opts.alternatives.append(Alternative("ggemm_" + name, gg.Library(os.path.abspath(path))))
     for spec in opts.alt_kernel:
         name, _, prefix = spec.partition("=")
         if not name or not prefix:
             sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX" % spec)
-        opts.alternatives.append(("ggemm_" + name, lib, 0, 0, prefix, 0, ()))
+        opts.alternatives.append(Alternative("ggemm_" + name, lib, kernel=prefix))
     for split_k in opts.alt_split:
-        opts.alternatives.append(("ggemm_split%d" % split_k, lib, 0, 0, None, split_k, ()))
+        opts.alternatives.append(Alternative("ggemm_split%d" % split_k, lib, split_k=split_k))
+    for margin in opts.alt_margin:
+        opts.alternatives.append(Alternative("ggemm_margin%d" % margin, lib, sm_margin=margin))
     if opts.unscaled:
-        opts.alternatives.append(("ggemm_unscaled", lib, 0, 0, None, 0, ("alpha", "prob")))
+        opts.alternatives.append(Alternative("ggemm_unscaled", lib, nulls=("alpha", "prob")))
     for pointer in opts.alt_null:
-        opts.alternatives.append(("ggemm_null_" + pointer, lib, 0, 0, None, 0, (pointer,)))
+        opts.alternatives.append(Alternative("ggemm_null_" + pointer, lib, nulls=(pointer,)))
     # ggemm_rows is the valid-row timing (--valid-rows); every other name must be new too.
-    names = [alt[0] for alt in opts.alternatives]
+    names = [alt.name for alt in opts.alternatives]
     for name in set(names):
         if name == "ggemm_rows" or names.count(name) > 1:
             sys.exit("peers.py: the alternative name %s is %s; pick another NAME" % (
@@ -705,7 +726,7 @@ def main():
     meta = dict(run_meta(torch, lib), **{
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
         "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib, "alt_kernel": opts.alt_kernel,
-        "alt_split": opts.alt_split, "unscaled": opts.unscaled, "alt_null": opts.alt_null,
+        "alt_split": opts.alt_split, "alt_margin": opts.alt_margin, "unscaled": opts.unscaled, "alt_null": opts.alt_null,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     })
