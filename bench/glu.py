@@ -24,7 +24,9 @@ reported). With --also-dynamic, the GLU, the plain GEMM, dGLU and the dgrad also
 scheduler (tiles claimed from a counter: `desc.scheduler`, `dynamic_sched` in Python), in the same
 rounds, the outputs required bitwise equal to the static deal's. With --alt-kernel NAME=PREFIX
 (repeatable), this library's GLU forward and dGLU restricted to kernels whose name starts with
-PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made.
+PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made. With --alt-margin SM_MARGIN
+(repeatable), this library's GLU forward and dGLU planned for a persistent grid that many SMs
+smaller (`desc.sm_margin`), the outputs required bitwise equal to the full grid's.
 Writes glu.json into --out (with the run's date, device, library and command, as peers.py's) and
 prints them, then a table with the ratios:
   glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
@@ -66,6 +68,9 @@ def parse_args():
     p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
                    help="also time this library's GLU forward and dGLU restricted to kernels whose name "
                         "starts with PREFIX (repeatable)")
+    p.add_argument("--alt-margin", action="append", default=[], type=int, metavar="SM_MARGIN",
+                   help="also time this library's GLU forward and dGLU with desc.sm_margin = SM_MARGIN "
+                        "(a persistent grid that many SMs smaller), outputs checked bitwise (repeatable)")
     p.add_argument("--also-dynamic", action="store_true",
                    help="also time GLU, plain, dGLU and dgrad with the dynamic scheduler (tiles claimed "
                         "from a counter) in the same rounds, outputs checked bitwise against the static deal's")
@@ -132,7 +137,7 @@ class Case:
         self.plans = []
         self.lib = lib
 
-    def plan(self, torch, activation, lib=None, train=False, scheduler=gg.SCHEDULER_STATIC):
+    def plan(self, torch, activation, lib=None, train=False, scheduler=gg.SCHEDULER_STATIC, sm_margin=0):
         """The forward (with `train`, GLU with bias and C, as a training step's forward calls it)."""
         lib = lib or self.lib
         if train and self.bias is None:
@@ -142,7 +147,8 @@ class Case:
                                       k=self.k, num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE,
                                       c_dtype=gg.DTYPE_BF16, d_dtype=gg.DTYPE_BF16,
                                       bias_dtype=gg.DTYPE_BF16 if train else gg.DTYPE_NONE,
-                                      generate_c=int(train), scheduler=scheduler, activation=activation))
+                                      generate_c=int(train), scheduler=scheduler, activation=activation,
+                                      sm_margin=sm_margin))
         self.plans.append(plan)
         ws = plan.workspace_size()
         workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
@@ -155,14 +161,14 @@ class Case:
                          device_status=self.status.data_ptr(), **extra) for s in range(self.sets)]
         return plan, args, workspace
 
-    def backward_plan(self, torch, dglu, lib=None, scheduler=gg.SCHEDULER_STATIC):
+    def backward_plan(self, torch, dglu, lib=None, scheduler=gg.SCHEDULER_STATIC, sm_margin=0):
         """dGLU (SwiGLU) or the plain dgrad GEMM of the same size, N-major W2 (with `lib`, another
         build's)."""
         lib = lib or self.lib
         fields = dict(device=torch.cuda.current_device(), m_capacity=max(self.m, 256), n=self.n // 2, k=self.k,
                       num_experts=self.L, weight_mode=gg.WEIGHTS_DENSE, c_dtype=gg.DTYPE_BF16,
                       d_dtype=gg.DTYPE_BF16, bias_dtype=gg.DTYPE_NONE, generate_c=0,
-                      scheduler=scheduler, weight_layout=1)
+                      scheduler=scheduler, weight_layout=1, sm_margin=sm_margin)
         if dglu:
             fields.update(activation=gg.ACTIVATION_SWIGLU, glu_backward=1, glu_pre_dtype=gg.DTYPE_BF16)
         plan = lib.plan(lib.plan_desc(**fields))
@@ -288,6 +294,19 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 alt_ops.append(("%s_%s" % (op, name),
                                 lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
 
+        # This library's GLU forward and dGLU on a smaller persistent grid, which must not change a bit.
+        for margin in opts.alt_margin:
+            for op, make, outputs in (
+                    ("glu", lambda: data.plan(torch, gg.ACTIVATION_SWIGLU, sm_margin=margin), ((data.d_glu, d_glu),)),
+                    ("dglu", lambda: data.backward_plan(torch, True, sm_margin=margin),
+                     ((data.d_pre, d_pre), (data.d_prob, d_prob)))):
+                alt_plan, alt_args, alt_ws = make()
+                run_poisoned(torch, alt_plan, alt_args[0], [out for out, _ in outputs], handle)
+                result.setdefault("alt_margin_checks", {})["%s_margin%d" % (op, margin)] = {
+                    "bitwise_equal": all(bool(torch.equal(out, ref)) for out, ref in outputs)}
+                alt_ops.append(("%s_margin%d" % (op, margin),
+                                lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
+
         # The same four calls with tiles claimed from a counter (the dynamic scheduler), whose
         # outputs must equal the static deal's bit for bit.
         if opts.also_dynamic:
@@ -339,7 +358,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             for op in ("glu", "plain", "dglu", "dgrad"):
                 result["ratios"]["%s_dynamic_over_%s" % (op, op)] = med[op + "_dynamic"] / med[op]
             result["ratios"]["dglu_dynamic_over_dgrad_dynamic"] = med["dglu_dynamic"] / med["dgrad_dynamic"]
-        for timed in result.get("alt_kernel_checks", {}):
+        for timed in list(result.get("alt_kernel_checks", {})) + list(result.get("alt_margin_checks", {})):
             op = timed.split("_", 1)[0]
             result["ratios"]["%s_over_%s" % (timed, op)] = med[timed] / med[op]
     except Exception as e:  # noqa: BLE001 - record and go on with the other cases
@@ -400,7 +419,8 @@ def main():
                            or not r.get("train_check", {}).get("ok", True)
                            or not all(c["ok"] for c in r.get("alt_checks", {}).values())
                            or not all(c["ok"] for c in r.get("alt_kernel_checks", {}).values())
-                           or not all(c["bitwise_equal"] for c in r.get("dynamic_checks", {}).values())],
+                           or not all(c["bitwise_equal"] for c in r.get("dynamic_checks", {}).values())
+                           or not all(c["bitwise_equal"] for c in r.get("alt_margin_checks", {}).values())],
         "cases_with_errors": [r["name"] for r in results if r["errors"]],
     }
     with open(os.path.join(opts.out, "glu.json"), "w") as f:
@@ -452,6 +472,12 @@ def main():
                     "ok" if c["ok"] else "FAILED", c["rel_err"], "equal" if c["bitwise_equal"] else "differ"))
         for timed, why in r.get("alt_kernel_refused", {}).items():
             print("%-18s %s: no plan (%s)" % (r["name"], timed, why[:120]))
+    for r in results:
+        for timed, c in r.get("alt_margin_checks", {}).items():
+            op = timed.split("_", 1)[0]
+            if "ratios" in r:
+                print("%-18s %s / %s %.3f (bits %s)" % (r["name"], timed, op, r["ratios"]["%s_over_%s" % (timed, op)],
+                                                        "equal" if c["bitwise_equal"] else "DIFFER"))
     for r in results:
         if "glu_dynamic_over_glu" in r.get("ratios", {}):
             q, c = r["ratios"], r["dynamic_checks"]
