@@ -294,18 +294,24 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                 alt_ops.append(("%s_%s" % (op, name),
                                 lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
 
+        def add_bitwise_alternative(checks, key, timed, make, outputs):
+            """Plans with `make`, requires its `outputs` (if any) bitwise equal to this library's
+            (recorded under result[checks][key]) and times it beside the others as `timed`."""
+            alt_plan, alt_args, alt_ws = make()
+            if outputs:
+                run_poisoned(torch, alt_plan, alt_args[0], [out for out, _ in outputs], handle)
+                result.setdefault(checks, {})[key] = {
+                    "bitwise_equal": all(bool(torch.equal(out, ref)) for out, ref in outputs)}
+            alt_ops.append((timed, lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
+
         # This library's GLU forward and dGLU on a smaller persistent grid, which must not change a bit.
         for margin in opts.alt_margin:
             for op, make, outputs in (
                     ("glu", lambda: data.plan(torch, gg.ACTIVATION_SWIGLU, sm_margin=margin), ((data.d_glu, d_glu),)),
                     ("dglu", lambda: data.backward_plan(torch, True, sm_margin=margin),
                      ((data.d_pre, d_pre), (data.d_prob, d_prob)))):
-                alt_plan, alt_args, alt_ws = make()
-                run_poisoned(torch, alt_plan, alt_args[0], [out for out, _ in outputs], handle)
-                result.setdefault("alt_margin_checks", {})["%s_margin%d" % (op, margin)] = {
-                    "bitwise_equal": all(bool(torch.equal(out, ref)) for out, ref in outputs)}
-                alt_ops.append(("%s_margin%d" % (op, margin),
-                                lambda s, p=alt_plan, a=alt_args, w=alt_ws: p.execute(a[s], handle)))
+                name = "%s_margin%d" % (op, margin)
+                add_bitwise_alternative("alt_margin_checks", name, name, make, outputs)
 
         # The same four calls with tiles claimed from a counter (the dynamic scheduler), whose
         # outputs must equal the static deal's bit for bit.
@@ -317,13 +323,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
                     ("dglu", lambda: data.backward_plan(torch, True, scheduler=gg.SCHEDULER_DYNAMIC),
                      ((data.d_pre, d_pre), (data.d_prob, d_prob))),
                     ("dgrad", lambda: data.backward_plan(torch, False, scheduler=gg.SCHEDULER_DYNAMIC), ())):
-                dyn_plan, dyn_args, dyn_ws = make()
-                if outputs:
-                    run_poisoned(torch, dyn_plan, dyn_args[0], [out for out, _ in outputs], handle)
-                    result.setdefault("dynamic_checks", {})[op] = {
-                        "bitwise_equal": all(bool(torch.equal(out, ref)) for out, ref in outputs)}
-                alt_ops.append((op + "_dynamic",
-                                lambda s, p=dyn_plan, a=dyn_args, w=dyn_ws: p.execute(a[s], handle)))
+                add_bitwise_alternative("dynamic_checks", op, op + "_dynamic", make, outputs)
 
         ops = [
             ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
