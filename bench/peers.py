@@ -9,6 +9,7 @@ For every case of bench/moe_shapes.json:
        ggemm       dense weights, bf16 D, no bias, random prob and alpha
        ggemm_unscaled  (--unscaled) the same with alpha = prob = NULL: D = A B_g^T, the peers' work
        ggemm_null_alpha, ggemm_null_prob  (--alt-null alpha, --alt-null prob) one of them NULL
+       ggemm_dynamic  (--also-dynamic) tiles claimed from a counter (the dynamic scheduler)
        grouped_mm  torch._grouped_mm(A, B.transpose(-2, -1), offs=padded_offsets, out_dtype=bf16)
                    with B an (L, N, K) contiguous bf16 tensor
        dense       torch.mm(A, W.t()) with W an (N, K) contiguous bf16 weight: cuBLAS on the
@@ -87,6 +88,9 @@ def parse_args():
     p.add_argument("--alt-margin", action="append", default=[], type=int, metavar="SM_MARGIN",
                    help="also time ggemm with desc.sm_margin = SM_MARGIN (a persistent grid that many SMs "
                         "smaller, planned for it): reported as ggemm_marginSM_MARGIN (repeatable)")
+    p.add_argument("--also-dynamic", action="store_true",
+                   help="also time ggemm with the dynamic scheduler (tiles claimed from a counter in the "
+                        "workspace, reset in-stream by each call): reported as ggemm_dynamic")
     p.add_argument("--unscaled", action="store_true",
                    help="also time ggemm with alpha = prob = NULL (D = A B_g^T, the work the peers do): "
                         "reported as ggemm_unscaled")
@@ -188,6 +192,7 @@ class Alternative:
     split_k: int = 0
     sm_margin: int = 0
     nulls: tuple = ()  # the pointers passed as NULL
+    scheduler: str = None  # a name of gg.SCHEDULERS (None: --scheduler's)
 
 
 class GgemmCase:
@@ -417,7 +422,8 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         name = alt.name
         try:
             with forced_kernel(alt.kernel):
-                gcase = GgemmCase(alt.lib, torch, data, scheduler, full=False, tile_n=alt.tile_n,
+                alt_scheduler = scheduler if alt.scheduler is None else gg.SCHEDULERS[alt.scheduler]
+                gcase = GgemmCase(alt.lib, torch, data, alt_scheduler, full=False, tile_n=alt.tile_n,
                                   cluster_m=alt.cluster_m, split_k=alt.split_k, nulls=alt.nulls,
                                   sm_margin=alt.sm_margin)
             plans.append(gcase)
@@ -713,6 +719,8 @@ def main():
         opts.alternatives.append(Alternative("ggemm_split%d" % split_k, lib, split_k=split_k))
     for margin in opts.alt_margin:
         opts.alternatives.append(Alternative("ggemm_margin%d" % margin, lib, sm_margin=margin))
+    if opts.also_dynamic:
+        opts.alternatives.append(Alternative("ggemm_dynamic", lib, scheduler="dynamic"))
     if opts.unscaled:
         opts.alternatives.append(Alternative("ggemm_unscaled", lib, nulls=("alpha", "prob")))
     for pointer in opts.alt_null:
@@ -726,7 +734,7 @@ def main():
     meta = dict(run_meta(torch, lib), **{
         "rounds": opts.rounds, "warmup": opts.warmup, "scheduler": opts.scheduler, "tile_n": opts.tile_n,
         "cluster_m": opts.cluster_m, "alt": opts.alt, "alt_lib": opts.alt_lib, "alt_kernel": opts.alt_kernel,
-        "alt_split": opts.alt_split, "alt_margin": opts.alt_margin, "unscaled": opts.unscaled, "alt_null": opts.alt_null,
+        "alt_split": opts.alt_split, "alt_margin": opts.alt_margin, "also_dynamic": opts.also_dynamic, "unscaled": opts.unscaled, "alt_null": opts.alt_null,
         "lead_cycles": opts.lead_cycles,
         "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     })
