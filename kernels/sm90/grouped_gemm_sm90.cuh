@@ -390,12 +390,15 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     const bool dynamic = Cfg::kClusterM == 1 && args.scheduler == kDynamic;
     const uint32_t rank = Cfg::kClusterM == 1 ? 0u : ptx::cluster_cta_rank();
 
-    // Work items: tiles, then pieces of the last round's tiles (tail_split.h).
-    int64_t item = dynamic ? claim_item(args.tile_counter, leader) : first_static_item<Cfg>();
+    // Work items: tiles, then pieces of the last round's tiles (tail_split.h). The dynamic
+    // scheduler deals its first round as the static one does (claim_item.cuh).
+    ItemClaims claims(args.tile_counter, leader);
+    int64_t item = first_static_item<Cfg>();
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     const int32_t k_splits = Cfg::kSplitK ? args.k_splits : 1;
     for (uint32_t i = 0;; ++i) {
+        if (dynamic && i > 0) item = claims.take();
         const TileCoord tile = cluster_share(schedule.item(item, args.tail, k_splits), rank, Cfg::kTileM);
         const uint32_t slot = i % Cfg::kTileRing;
         ptx::mbarrier_wait(&s.tile_empty[slot], ((i / Cfg::kTileRing) & 1) ^ 1);
@@ -404,8 +407,13 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             ptx::mbarrier_arrive(&s.tile_full[slot]);
         }
         if (tile.expert < 0) return;
-        // Claim the next item now so the atomic's latency hides behind this one's loads.
-        item = dynamic ? claim_item(args.tile_counter, leader) : item + static_item_stride<Cfg>();
+        // Claim the next item now, read it when that item starts: the atomic's round trip runs
+        // behind this one's loads.
+        if (dynamic) {
+            claims.request();
+        } else {
+            item += static_item_stride<Cfg>();
+        }
         if (tile.n_begin >= args.n) continue;  // a piece wholly past N: nothing to load
         // Unsplit, every k-block: split_k_range's divisions would sit between a call's start and
         // its first load.

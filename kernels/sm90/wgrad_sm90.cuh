@@ -113,17 +113,20 @@ constexpr int kWgradSmemBytes = static_cast<int>(sizeof(WgradSharedStorage<Cfg>)
 // The math warpgroups' named barriers of the TMA store path (0 is __syncthreads).
 constexpr uint32_t kWgradStoreBarrier = 1;
 
-// The producer's two deals of tile slots (wgrad_schedule.h). In the experts' own order: the
-// dynamic scheduler's claims, or the static deal round-robin.
+// The producer's two deals of tile slots (wgrad_schedule.h), each with first() (this CTA's first
+// item), request() (called as an item's loads begin) and next(item) (called when the next item
+// starts). In the experts' own order: the dynamic scheduler's claims (claim_item.cuh), or the
+// static deal round-robin.
 struct ExpertOrderDeal {
-    ExpertRowCursor cursor;       // items only grow
-    unsigned long long* counter;  // the dynamic scheduler's; null for the static deal
-    bool leader;
+    ExpertRowCursor cursor;  // items only grow
+    ItemClaims claims;
+    bool dynamic;
 
-    __device__ __forceinline__ int64_t first() { return counter != nullptr ? claim_item(counter, leader) : blockIdx.x; }
-    __device__ __forceinline__ int64_t next(int64_t item) {
-        return counter != nullptr ? claim_item(counter, leader) : item + gridDim.x;
+    __device__ __forceinline__ int64_t first() { return claims.first(); }
+    __device__ __forceinline__ void request() {
+        if (dynamic) claims.request();
     }
+    __device__ __forceinline__ int64_t next(int64_t item) { return dynamic ? claims.take() : item + gridDim.x; }
     // The expert of a slot, and its rows.
     __device__ __forceinline__ WgradExpert place(WgradTilePosition& position) {
         return position.expert >= 0 ? cursor.rows(position.expert) : WgradExpert{0, 0, false};
@@ -138,6 +141,7 @@ struct RowOrderDeal {
     int64_t step;
 
     __device__ __forceinline__ int64_t first() { return wgrad_static_item(step, blockIdx.x, gridDim.x); }
+    __device__ __forceinline__ void request() {}
     __device__ __forceinline__ int64_t next(int64_t) { return wgrad_static_item(++step, blockIdx.x, gridDim.x); }
     __device__ __forceinline__ WgradExpert place(WgradTilePosition& position) {
         if (position.expert < 0) return {0, 0, false};
@@ -158,6 +162,7 @@ __device__ __forceinline__ void wgrad_produce_tiles(WgradSharedStorage<Cfg>& s, 
     int64_t item = deal.first();
     uint32_t stage = 0, phase = 0;
     for (uint32_t i = 0;; ++i) {
+        if (i > 0) item = deal.next(item);
         WgradTilePosition position = tiles.at(item);  // of a slot; place() names its expert
         const WgradExpert rows = deal.place(position);
         const WgradTileSlot tile = plan_tile<Cfg::kBlockRows>(position, rows, args);
@@ -168,8 +173,9 @@ __device__ __forceinline__ void wgrad_produce_tiles(WgradSharedStorage<Cfg>& s, 
             ptx::mbarrier_arrive(&s.tile_full[slot]);
         }
         if (tile.expert < 0) return;
-        // Claim the next tile now so the atomic's latency hides behind this one's loads.
-        item = deal.next(item);
+        // Claim the next tile now, read it when that tile starts: the atomic's round trip runs
+        // behind this one's loads.
+        deal.request();
         if (tile.action != static_cast<int32_t>(WgradAction::kSum)) continue;
 
         for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
@@ -221,7 +227,7 @@ __device__ __forceinline__ void wgrad_produce(WgradSharedStorage<Cfg>& s, const 
     }
     wgrad_produce_tiles<Cfg>(s, x1_map, x2_map, args, tiles,
                              ExpertOrderDeal{ExpertRowCursor(s.offsets, args.m),
-                                             dynamic ? args.tile_counter : nullptr, lane == 0});
+                                             ItemClaims(args.tile_counter, lane == 0), dynamic});
 }
 
 // One tile's sum over its k-blocks: m64 n kTileQ k16 wgmma with both operands MN-major, keeping

@@ -1,5 +1,5 @@
 // Compile-only: kernels that call every wrapper of ptx/mbarrier.cuh, tma.h, fence.h, cluster.h,
-// barrier.h, cache_policy.cuh, prefetch.cuh, load.cuh, math.cuh and wgmma.h, including forms the SM90 kernel does not use yet
+// barrier.h, cache_policy.cuh, prefetch.cuh, load.cuh, atomic.cuh, math.cuh and wgmma.h, including forms the SM90 kernel does not use yet
 // (multicast loads, TMA stores, cluster arrive), so ptxas assembles each asm string for sm_90a and dead-code
 // elimination cannot hide a wrong one. check_sass.sh builds it with nvcc -cubin and looks for
 // the SASS each wrapper must produce. Never linked, never run.
@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ptx/atomic.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/cache_policy.cuh"
 #include "ptx/cluster.cuh"
@@ -81,6 +82,8 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     // ptx/load.cuh: a global load in place (LDG.E).
     const float* floats = reinterpret_cast<const float*>(out);
     out[3 + threadIdx.x] = __float_as_uint(ld_global_in_place(floats + 64 * threadIdx.x + 8192));
+    // ptx/atomic.cuh: a global counter's increment, not aggregated into an add (ATOMG.E.INC).
+    if (threadIdx.x % 32 == 0) out[6 + threadIdx.x] = atom_inc_relaxed_gpu(out + 1);
     // ptx/math.cuh: the special-function unit's 2^x and 1 / x (MUFU.EX2, MUFU.RCP).
     const float x = __uint_as_float(out[4 + threadIdx.x]);
     out[5 + threadIdx.x] = __float_as_uint(rcp_approx_ftz(1.0f + ex2_approx_ftz(x)));
