@@ -9,6 +9,9 @@ whole kernel, then the instructions that drew the most samples, each with its in
 kernel's SASS, its warp-level executions and its three largest stall reasons. The instruction a
 warp waits at tells what it waits for: the branch after an mbarrier try-wait (SYNCS.PHASECHK)
 waits for that barrier's phase, WARPGROUP.DEPBAR for a wgmma batch.
+
+With --runs, also the samples of each run of consecutive instructions executed equally often
+(straight-line code: a loop's body, a prologue), which places a kernel's time in its parts.
 """
 import argparse
 import collections
@@ -39,6 +42,24 @@ def as_int(text):
     return int(text) if text and text.strip() else 0
 
 
+def print_runs(header, rows, least):
+    """Samples per run of consecutive instructions with the same execution count."""
+    col = {c: i for i, c in enumerate(header)}
+    runs = []  # [first index, last index, executions, samples]
+    for i, r in enumerate(rows):
+        executed = r[col["Instructions Executed"]]
+        samples = as_int(r[col["# Samples"]])
+        if runs and runs[-1][2] == executed:
+            runs[-1][1] = i
+            runs[-1][3] += samples
+        else:
+            runs.append([i, i, executed, samples])
+    print("  %11s %10s %7s  first instruction" % ("indices", "executed", "samples"))
+    for first, last, executed, samples in runs:
+        if samples >= least:
+            print("  %5d-%5d %10s %7d  %s" % (first, last, executed, samples, rows[first][col["Source"]].strip()[:50]))
+
+
 def summarize(name, header, rows, top):
     col = {c: i for i, c in enumerate(header)}
     reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
@@ -67,10 +88,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("csv", help="output of ncu --page source --csv --print-source sass (.csv or .csv.xz)")
     p.add_argument("--top", type=int, default=15, help="instructions listed per kernel")
+    p.add_argument("--runs", type=int, metavar="LEAST", default=0,
+                   help="also list runs of equally executed instructions that drew at least LEAST samples")
     opts = p.parse_args()
     for name, header, rows in read_kernels(opts.csv):
         if header is not None:
             summarize(name, header, rows, opts.top)
+            if opts.runs > 0:
+                print_runs(header, rows, opts.runs)
+                print()
 
 
 if __name__ == "__main__":
