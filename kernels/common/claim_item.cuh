@@ -21,11 +21,10 @@ class ItemClaims {
     // This CTA's item of the first round.
     __device__ __forceinline__ int64_t first() const { return blockIdx.x; }
 
-    // Claims the item after the current one: one lane asks the counter (ptx::atom_inc_relaxed_gpu,
-    // whose result this lane waits for only in take()). The counter is the low 32 bits of the
-    // workspace's zeroed 64-bit word (little-endian); a call's items number far fewer than 2^32 - 2.
+    // Claims the item after the current one: one lane asks the workspace's zeroed 64-bit counter
+    // (ptx::atom_add_one_relaxed_gpu, whose result this lane waits for only in take()).
     __device__ __forceinline__ void request() {
-        if (leader_) claimed_ = ptx::atom_inc_relaxed_gpu(reinterpret_cast<uint32_t*>(counter_));
+        if (leader_) claimed_ = ptx::atom_add_one_relaxed_gpu(counter_);
     }
 
     // The item the last request claimed, in every lane, so the producer's loop state stays
@@ -37,7 +36,7 @@ class ItemClaims {
   private:
     unsigned long long* counter_;
     bool leader_;
-    uint32_t claimed_ = 0;
+    unsigned long long claimed_ = 0;
 };
 
 }  // namespace ggemm

@@ -46,7 +46,8 @@
 #            grouped_gemm_sm90, _tma_store and wgrad_sm90 kernels issue their TMA loads in an
 #            elect.sync region, with no loop over a warp's active lanes (BRA.U.ANY after UTMALDG).
 #            The one-CTA grouped_gemm_sm90 kernels and wgrad_sm90 claim the dynamic scheduler's
-#            items by a global increment (ATOMG.E.INC), not an add that ptxas aggregates
+#            items by a 64-bit global add (ATOMG.E.ADD.64), which the wrapper's probe shows
+#            issued without ptxas's warp aggregation
 #            The weight-gradient kernels (wgrad_sm90) read both operands transposed
 #            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits, and keep both output paths: the
 #            TMA store path (STS / STS.64 staging, fence, named barrier, UTMASTG.3D) and the
@@ -67,7 +68,8 @@
 #            tests/sass/ptx_wrappers_sm90.cu likewise for the mbarrier, TMA (loads, multicast
 #            loads, stores), fence, cluster, named-barrier, elect, shared load/store, stmatrix,
 #            ldmatrix, L1 and L2 prefetch (CCTL.E.PF1, CCTL.E.PF2), global load (LDG.E), global
-#            counter increment (ATOMG.E.INC) and wgmma wrappers on sm_90a
+#            counter add (ATOMG.E.ADD.64, not aggregated: no VOTEU.ANY or POPC in its kernel) and
+#            wgmma wrappers on sm_90a
 #
 # The SASS names were learned by disassembling small sm_100a probes with cuobjdump 13.2: UTCHMMA
 # for tcgen05.mma.kind::f16 (UTCHMMA.2CTA for cta_group::2), UTCBAR for tcgen05.commit,
@@ -469,12 +471,12 @@ if disassemble sm_90a; then
     # active lanes around a TMA load. dGLU's kernels still load the saved pre-activation, once
     # per tile, from a lane-index test; the weight gradient's stores leave that way too.
     check_loads_unlooped sm_90a 'grouped_gemm_sm90(_tma_store)?INS|wgrad_sm90'
-    # The dynamic scheduler's claims: an increment (ptx/atomic.cuh) whose result is read when the
-    # next item starts, not an add, which ptxas aggregates with a shuffle of the result right
-    # after it (the producer then waits for the atomic before the item's loads). The cluster
-    # kernels run the static schedule only.
-    check_kernels sm_90a "$sm90_single" 'ATOMG\.E\.INC'
-    check_kernels sm_90a 'wgrad_sm90' 'ATOMG\.E\.INC'
+    # The dynamic scheduler's claims: a 64-bit add (ptx/atomic.cuh) whose result is read when
+    # the next item starts; the probe below shows the wrapper unaggregated (aggregated, ptxas
+    # shuffles the result right after the atomic and the producer waits for it before the
+    # item's loads). The cluster kernels run the static schedule only.
+    check_kernels sm_90a "$sm90_single" 'ATOMG\.E\.ADD\.64'
+    check_kernels sm_90a 'wgrad_sm90' 'ATOMG\.E\.ADD\.64'
     # Every kernel but dGLU's has its plain-epilogue instance beside it.
     general_count="$(ls "$work/sm_90a" | grep -E 'grouped_gemm_sm90(_tma_store)?INS0_6Config' | grep -c .)"
     plain_count="$(ls "$work/sm_90a" | grep -c 'INS0_13PlainEpilogue')"
@@ -574,9 +576,11 @@ if [[ -n "$nvcc" ]]; then
             'UTMALDG\.2D ' 'UTMALDG\.3D ' 'UTMALDG\.2D\.MULTICAST' 'UTMALDG\.3D\.MULTICAST' 'UTMASTG\.2D' 'UTMASTG\.3D' \
             'UTMACMDFLUSH' 'UTMACCTL\.PF' 'SYNCS\.ARRIVE\.TRANS' 'SYNCS\.PHASECHK' 'UCGABAR_ARV' 'UCGABAR_WAIT' \
             'FENCE\.VIEW\.ASYNC\.S' 'BAR\.SYNC' 'ELECT ' 'STS ' 'STS\.64' 'LDS\.64' 'LDS\.128' 'STSM\.16\.M88\.4' \
-            'LDSM\.16\.M88\.4' 'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP' 'ATOMG\.E\.INC'
+            'LDSM\.16\.M88\.4' 'CCTL\.E\.PF1' 'CCTL\.E\.PF2' 'LDG\.E ' 'MUFU\.EX2' 'MUFU\.RCP'
         # ptx/cache_policy.cuh's policy on a TMA load and a TMA store: the cache-hint operand (desc[UR]).
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_sync' 'UTMALDG\.2D [^;]*desc\[UR' 'UTMASTG\.2D [^;]*desc\[UR'
+        check_kernels sm_90a_probe 'ptx_wrappers_sm90_atomic' 'ATOMG\.E\.ADD\.64'
+        check_absent sm_90a_probe 'ptx_wrappers_sm90_atomic' 'VOTEU?\.ANY' 'U?POPC'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi256' 'HGMMA\.64x256x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi192' 'HGMMA\.64x192x16\.F32\.BF16'
         check_kernels sm_90a_probe 'ptx_wrappers_sm90_wgmmaILi128' 'HGMMA\.64x128x16\.F32\.BF16'

@@ -82,11 +82,18 @@ __global__ void ptx_wrappers_sm90_sync(const __grid_constant__ CUtensorMap map, 
     // ptx/load.cuh: a global load in place (LDG.E).
     const float* floats = reinterpret_cast<const float*>(out);
     out[3 + threadIdx.x] = __float_as_uint(ld_global_in_place(floats + 64 * threadIdx.x + 8192));
-    // ptx/atomic.cuh: a global counter's increment, not aggregated into an add (ATOMG.E.INC).
-    if (threadIdx.x % 32 == 0) out[6 + threadIdx.x] = atom_inc_relaxed_gpu(out + 1);
     // ptx/math.cuh: the special-function unit's 2^x and 1 / x (MUFU.EX2, MUFU.RCP).
     const float x = __uint_as_float(out[4 + threadIdx.x]);
     out[5 + threadIdx.x] = __float_as_uint(rcp_approx_ftz(1.0f + ex2_approx_ftz(x)));
+}
+
+// ptx/atomic.cuh: one lane's add of one to a 64-bit counter, issued as it stands (ATOMG.E.ADD.64),
+// not aggregated over the warp (no VOTEU.ANY / POPC around it). A kernel of its own, so that no
+// other code's vote or population count hides in it.
+__global__ void ptx_wrappers_sm90_atomic(unsigned long long* counter, unsigned long long* out) {
+    unsigned long long claimed = 0;
+    if (threadIdx.x % 32 == 0) claimed = atom_add_one_relaxed_gpu(counter);
+    out[threadIdx.x] = __shfl_sync(0xffffffffu, claimed, 0);
 }
 
 // One kernel per wgmma width and B major-ness, each with the whole register file (the
