@@ -374,11 +374,10 @@ __device__ __forceinline__ void next_stage(uint32_t& stage, uint32_t& phase) {
 // tiles; one lane chosen by elect.sync arms each stage's barrier and issues its loads. Chosen
 // by its lane index instead, each load sat in a loop over the warp's active lanes, and the
 // producer spent most of a 128x32 tile's k-block issuing one stage (docs/PERFORMANCE.md).
-// dGLU through TMA: a tile's saved pre-activation follows its k-blocks in the ring (pre_map).
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
-                                        const CUtensorMap* b_map, const CUtensorMap* pre_map,
-                                        const KernelArgs& args, const int32_t* valid_rows) {
+                                        const CUtensorMap* b_map, const KernelArgs& args,
+                                        const int32_t* valid_rows) {
     const bool leader = threadIdx.x % 32 == 0;
     const bool discrete = args.weight_mode == kDiscrete;
     GroupedTileScheduler<Cfg::kScheduleTileM, Cfg::kTileN> schedule(
@@ -1371,7 +1370,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         if constexpr (Cfg::kMathWarpgroups > 1) ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) {
             store_offsets(s.offsets, first, args, shared_counts, lane);
-            produce<Cfg>(s, a_map, b_map, pre_map, args, valid_rows);
+            produce<Cfg>(s, a_map, b_map, args, valid_rows);
             // One CTA reports bad offsets and counts, once its tiles are all handed out; the
             // scheduler in every CTA skips the experts they touch and clamps the counts.
             if (blockIdx.x == 0 && args.device_status != nullptr) {
