@@ -47,7 +47,7 @@
 #            elect.sync region, with no loop over a warp's active lanes (BRA.U.ANY after UTMALDG).
 #            The one-CTA grouped_gemm_sm90 kernels and wgrad_sm90 claim the dynamic scheduler's
 #            items by a 64-bit global add (ATOMG.E.ADD.64), which the wrapper's probe shows
-#            issued without ptxas's warp aggregation
+#            issued without ptxas's warp aggregation.
 #            The weight-gradient kernels (wgrad_sm90) read both operands transposed
 #            (.tnspA.tnspB) with 2D TMA loads and mbarrier waits, and keep both output paths: the
 #            TMA store path (STS / STS.64 staging, fence, named barrier, UTMASTG.3D) and the
