@@ -70,18 +70,19 @@ def parse_args():
     p.add_argument("--scheduler", choices=sorted(gg.SCHEDULERS), default="static")
     p.add_argument("--tile-n", type=int, default=0, help="tile width override (0: the plan chooses)")
     p.add_argument("--cluster-m", type=int, default=0, help="cluster override (0: the plan chooses)")
-    p.add_argument("--alt", action="append", default=[], metavar="TILE_NxCLUSTER_M",
+    p.add_argument("--alt", action="append", default=[], metavar="TILE_NxCLUSTER_M[xSM_MARGIN]",
                    help="also time ggemm with these overrides in the same rounds, e.g. 0x2 for the best "
-                        "SM90 cluster of two (static scheduler) at the plan's width (repeatable; reported as "
-                        "ggemm_0x2 beside the plan's choice)")
+                        "SM90 cluster of two (static scheduler) at the plan's width, 0x2x4 for the same on a "
+                        "grid 4 SMs smaller (repeatable; reported as ggemm_0x2 beside the plan's choice)")
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
                    help="also time another build of libggemm.so (the plan's choice) in the same "
                         "rounds, e.g. a branch: reported as ggemm_NAME (repeatable)")
-    p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX",
+    p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX[:SM_MARGIN]",
                    help="also time ggemm with its plans restricted to the kernel variants whose name starts "
                         "with PREFIX (the library's GGEMM_KERNEL), e.g. warp=sm90_tma_wgmma_ for the math "
                         "warps' stores, or a whole variant name, e.g. c2=sm90_tmastore_halves_128x256x64_s4_c2 "
-                        "for one cluster-of-two kernel (static scheduler): reported as ggemm_NAME (repeatable)")
+                        "for one cluster-of-two kernel (static scheduler); with :SM_MARGIN on a grid that many "
+                        "SMs smaller: reported as ggemm_NAME (repeatable)")
     p.add_argument("--alt-split", action="append", default=[], type=int, metavar="SPLIT_K",
                    help="also time ggemm with desc.split_k = SPLIT_K (1: never split K; 2..8: split K that "
                         "many ways on calls of up to 1024 rows): reported as ggemm_splitSPLIT_K (repeatable)")
@@ -703,18 +704,24 @@ def main():
     opts.alternatives = []
     for spec in opts.alt:
         try:
-            tile_n, cluster_m = (int(v) for v in spec.split("x"))
+            fields = [int(v) for v in spec.split("x")]
+            tile_n, cluster_m = fields[:2]
+            margin = fields[2] if len(fields) == 3 else 0
+            if len(fields) not in (2, 3):
+                raise ValueError
         except ValueError:
-            sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M" % spec)
-        opts.alternatives.append(Alternative("ggemm_" + spec, lib, tile_n=tile_n, cluster_m=cluster_m))
+            sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M[xSM_MARGIN]" % spec)
+        opts.alternatives.append(Alternative("ggemm_" + spec, lib, tile_n=tile_n, cluster_m=cluster_m,
+                                             sm_margin=margin))
     for spec in opts.alt_lib:
         name, _, path = spec.partition("=")
         opts.alternatives.append(Alternative("ggemm_" + name, gg.Library(os.path.abspath(path))))
     for spec in opts.alt_kernel:
         name, _, prefix = spec.partition("=")
-        if not name or not prefix:
-            sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX" % spec)
-        opts.alternatives.append(Alternative("ggemm_" + name, lib, kernel=prefix))
+        prefix, _, margin = prefix.partition(":")
+        if not name or not prefix or not (margin == "" or margin.isdigit()):
+            sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX[:SM_MARGIN]" % spec)
+        opts.alternatives.append(Alternative("ggemm_" + name, lib, kernel=prefix, sm_margin=int(margin or 0)))
     for split_k in opts.alt_split:
         opts.alternatives.append(Alternative("ggemm_split%d" % split_k, lib, split_k=split_k))
     for margin in opts.alt_margin:
