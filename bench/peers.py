@@ -705,10 +705,9 @@ def main():
     for spec in opts.alt:
         try:
             fields = [int(v) for v in spec.split("x")]
-            tile_n, cluster_m = fields[:2]
-            margin = fields[2] if len(fields) == 3 else 0
             if len(fields) not in (2, 3):
                 raise ValueError
+            tile_n, cluster_m, margin = fields if len(fields) == 3 else fields + [0]
         except ValueError:
             sys.exit("peers.py: --alt %s is not TILE_NxCLUSTER_M[xSM_MARGIN]" % spec)
         opts.alternatives.append(Alternative("ggemm_" + spec, lib, tile_n=tile_n, cluster_m=cluster_m,
