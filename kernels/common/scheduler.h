@@ -8,7 +8,8 @@
 // and tiles 2j, 2j+1 are the two row blocks of one 256-row pair (an SM100 CTA pair computes them
 // together). The SM90 cluster kernels instantiate it with 256-row tiles instead and split each
 // tile between the cluster's CTAs (cluster_share). Every CTA walks its tiles in increasing order, so a cursor over the
-// experts finds each tile's expert in amortised O(1).
+// experts finds each tile's expert in amortised O(1); a producer that knows its next tile early
+// moves the cursor toward it one expert at a time between its loads (step_toward).
 //
 // Pure and __host__ __device__: the CPU tests check the same code the kernels run.
 #pragma once
@@ -137,73 +138,124 @@ struct GroupedTileScheduler {
     const int32_t* offsets;  // L cumulative row ends (a shared-memory copy in the kernels)
     const uint32_t* weight_status;  // discrete mode: experts with a non-zero word are skipped; else null
     const int32_t* valid_rows;      // L valid-row counts, or null: every row of a segment is valid
-    int64_t m;
+    int32_t m_rows;  // M clamped to int32: an int32 offset is at most M exactly when at most m_rows
     int32_t num_experts;
     int32_t n_blocks;
     int32_t group_m;
 
-    // Cursor: the expert that holds linear tiles [expert_first_tile, + expert_tiles).
+    // Cursor: the expert that holds linear tiles [expert_first_tile, + expert_tiles). Its rows
+    // are read again when a tile is located: fewer values live across the producer's loads.
     int32_t expert = -1;
-    int64_t high_water = 0;  // largest usable offset before the cursor expert's begin offset
+    int32_t high_water = 0;  // largest usable offset before the cursor expert's begin offset
     int64_t expert_first_tile = 0;
     int64_t expert_tiles = 0;
-    int64_t expert_row_begin = 0;
-    int64_t expert_row_end = 0;  // one past its last valid row
-    int32_t expert_m_blocks = 0;
 
     GGEMM_HD GroupedTileScheduler(const int32_t* offsets_, const uint32_t* weight_status_, int64_t m_,
                                   int32_t num_experts_, int32_t n, int32_t group_m_,
                                   const int32_t* valid_rows_ = nullptr)
-        : offsets(offsets_), weight_status(weight_status_), valid_rows(valid_rows_), m(m_),
+        : offsets(offsets_), weight_status(weight_status_), valid_rows(valid_rows_),
+          m_rows(m_ > INT32_MAX ? INT32_MAX : (m_ < 0 ? -1 : static_cast<int32_t>(m_))),
           num_experts(num_experts_), n_blocks((n + kTileN - 1) / kTileN), group_m(group_m_) {}
 
-    // Tiles expert g contributes: zero when it is empty or skipped. rows receives the rows it
-    // computes: its segment, cut at the clamped count.
-    GGEMM_HD int64_t tiles_of(int32_t g, ExpertRows& rows) const {
-        rows = expert_rows(offsets, g, m, high_water);
-        if (weight_status != nullptr && weight_status[g] != 0) rows = {0, 0};
-        if (valid_rows != nullptr && rows.row_end > rows.row_begin)
-            rows.row_end = rows.row_begin + clamped_valid_rows(valid_rows[g], rows.row_end - rows.row_begin);
-        return (rows.row_end - rows.row_begin + kTileM - 1) / kTileM * n_blocks;
+    // offset_usable for an int32 offset.
+    static_assert((kSegmentAlignment & (kSegmentAlignment - 1)) == 0, "a mask tests the alignment");
+    GGEMM_HD bool usable(int32_t v) const {
+        return v >= 0 && (v & (kSegmentAlignment - 1)) == 0 && v <= m_rows;
+    }
+
+    // The rows expert g computes, [row_begin, row_end): its segment, cut at the clamped count.
+    struct Rows {
+        int32_t row_begin;
+        int32_t row_end;
+    };
+    GGEMM_HD Rows rows_of(int32_t g) const {
+        if (g < 0) return {0, 0};  // never asked; says to the host compiler that offsets[-1] is not read
+        const int32_t begin = g == 0 ? 0 : offsets[g - 1];
+        const int32_t size = offsets[g] - begin;
+        const int32_t rows = valid_rows != nullptr ? static_cast<int32_t>(clamped_valid_rows(valid_rows[g], size)) : size;
+        return {begin, begin + rows};
+    }
+
+    // Tiles expert g contributes: zero when it is empty or skipped (expert_rows' rules, and the
+    // weight pointer's). In 32 bits (the offsets are int32, and compared with M clamped to
+    // int32, which keeps every comparison's result): each expert the walk passes is a chain of
+    // dependent instructions, which 64-bit compares would lengthen.
+    GGEMM_HD int64_t tiles_of(int32_t g) const {
+        if (g < 0) return 0;
+        const int32_t begin = g == 0 ? 0 : offsets[g - 1];
+        const int32_t end = offsets[g];
+        if (!usable(begin) || !usable(end) || end < begin || begin < high_water) return 0;
+        if (weight_status != nullptr && weight_status[g] != 0) return 0;
+        const Rows rows = rows_of(g);
+        return int64_t{row_blocks(rows)} * n_blocks;
+    }
+
+    GGEMM_HD static int32_t row_blocks(Rows rows) {
+        return static_cast<int32_t>((static_cast<uint32_t>(rows.row_end - rows.row_begin) + kTileM - 1) / kTileM);
+    }
+
+    // Moves the cursor one expert toward linear tile `index` (never smaller than any index asked
+    // before): whether it moved. A producer that knows its next tile early walks toward it one
+    // expert at a time between its loads, so the walk need not sit between two tiles.
+    GGEMM_HD bool step_toward(int64_t index) {
+        if (expert >= num_experts || index < expert_first_tile + expert_tiles) return false;
+        expert_first_tile += expert_tiles;
+        if (expert >= 1 && usable(offsets[expert - 1]) && offsets[expert - 1] > high_water)
+            high_water = offsets[expert - 1];
+        ++expert;
+        if (expert == num_experts) return false;
+        expert_tiles = tiles_of(expert);
+        return true;
+    }
+
+    // Tile `index`, once the cursor has reached it (step_toward returns false).
+    GGEMM_HD TileCoord located(int64_t index) const {
+        if (expert >= num_experts) return {-1, 0, 0, 0, 0, 0, 0};
+        // The cursor stops only at an expert with tiles, which passed tiles_of's checks.
+        const Rows rows = rows_of(expert);
+        const TilePosition p = raster_tile(index - expert_first_tile, row_blocks(rows), n_blocks, group_m);
+        return {expert, rows.row_begin + p.m_block * kTileM, p.n_block * kTileN, kTileN, rows.row_end, 0,
+                static_cast<int32_t>(index)};
     }
 
     // Maps a linear tile index (never smaller than the previous call's) to its tile.
     GGEMM_HD TileCoord tile(int64_t index) {
-        while (expert < num_experts && index >= expert_first_tile + expert_tiles) {
-            expert_first_tile += expert_tiles;
-            if (expert >= 1 && offset_usable(offsets[expert - 1], m) && offsets[expert - 1] > high_water)
-                high_water = offsets[expert - 1];
-            ++expert;
-            if (expert == num_experts) break;
-            ExpertRows rows;
-            expert_tiles = tiles_of(expert, rows);
-            expert_row_begin = rows.row_begin;
-            expert_row_end = rows.row_end;
-            expert_m_blocks = static_cast<int32_t>((rows.row_end - rows.row_begin + kTileM - 1) / kTileM);
+        while (step_toward(index)) {
         }
-        if (expert >= num_experts) return {-1, 0, 0, 0, 0, 0, 0};
-        const TilePosition p =
-            raster_tile(index - expert_first_tile, expert_m_blocks, n_blocks, group_m);
-        return {expert, static_cast<int32_t>(expert_row_begin + int64_t{p.m_block} * kTileM),
-                p.n_block * kTileN, kTileN, static_cast<int32_t>(expert_row_end), 0, static_cast<int32_t>(index)};
+        return located(index);
     }
 
-    // Maps a work item (never smaller than the previous call's) to its tile, piece of a tile, or
-    // split of a tile's K range. A plan splits K (k_splits > 1) or cuts the last round, never both.
-    GGEMM_HD TileCoord item(int64_t work_item, TailSplit split, int32_t k_splits = 1) {
+    // The linear tile index of a work item: a tile, a piece of a tile, or a split of a tile's K
+    // range. A plan splits K (k_splits > 1) or cuts the last round, never both.
+    GGEMM_HD static int64_t item_tile(int64_t work_item, TailSplit split, int32_t k_splits = 1) {
+        // Split plans bound their items below 2^31 (the host caps their rows): 32-bit division,
+        // which the GPU does inline (a 64-bit one is a called routine).
+        if (k_splits > 1) return static_cast<int32_t>(work_item) / k_splits;
+        return split_item(work_item, split, kTileN).tile;
+    }
+
+    // Work item `work_item`'s tile, piece or split, once the cursor has reached its tile.
+    GGEMM_HD TileCoord located_item(int64_t work_item, TailSplit split, int32_t k_splits = 1) const {
         if (k_splits > 1) {
-            // Split plans bound their items below 2^31 (the host caps their rows): 32-bit division,
-            // which the GPU does inline (a 64-bit one is a called routine).
             const int32_t split_item = static_cast<int32_t>(work_item);
-            TileCoord t = tile(split_item / k_splits);
+            TileCoord t = located(split_item / k_splits);
             t.k_split = split_item % k_splits;
             return t;
         }
         const SplitItem at = split_item(work_item, split, kTileN);
-        TileCoord t = tile(at.tile);
+        TileCoord t = located(at.tile);
         t.n_begin += at.column;
         t.n_width = at.width;
         return t;
+    }
+
+    // Maps a work item (never smaller than the previous call's) to its tile, piece of a tile, or
+    // split of a tile's K range.
+    GGEMM_HD TileCoord item(int64_t work_item, TailSplit split, int32_t k_splits = 1) {
+        const int64_t index = item_tile(work_item, split, k_splits);
+        while (step_toward(index)) {
+        }
+        return located_item(work_item, split, k_splits);
     }
 };
 

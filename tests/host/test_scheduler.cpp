@@ -241,3 +241,49 @@ TEST_CASE("scheduler: work items past 2^32 map to their own tiles, and the dynam
     GroupedTileScheduler<kTileM, kTileN> s(offsets.data(), nullptr, m, 1, n, 16);
     CHECK(s.tile(tiles).expert == -1);
 }
+
+TEST_CASE("scheduler: a cursor walked toward the next item between loads maps every item as a direct walk does") {
+    // The SM90 producer steps its cursor one expert after each load toward the next item's tile;
+    // the item it then maps must be the one a walk made all at once maps, on sound and broken
+    // offsets, with valid-row counts, cut last rounds and split K.
+    std::mt19937 rng(11);
+    int64_t steps = 0;  // steps that moved the cursor: the walk between loads is exercised
+    for (int trial = 0; trial < 200; ++trial) {
+        CAPTURE(trial);
+        const int experts = 1 + static_cast<int>(rng() % 40);
+        std::vector<int32_t> offsets = ggemm_fixtures::random_offsets(rng, experts);
+        if (trial % 3 == 1) offsets[rng() % experts] = static_cast<int32_t>(rng() % 4096);  // maybe misaligned
+        std::vector<int32_t> counts(offsets.size());
+        for (auto& c : counts) c = static_cast<int32_t>(rng() % 600) - 50;
+        const int32_t* valid = trial % 2 ? counts.data() : nullptr;
+        const int64_t m = offsets.back() + 256;
+        const int32_t n = 64 * (1 + static_cast<int32_t>(rng() % 12));
+        const int grid = 1 + static_cast<int>(rng() % 20);
+        const int32_t k_splits = trial % 4 == 3 ? 1 + static_cast<int32_t>(rng() % 4) : 1;
+        GroupedTileScheduler<kTileM, kTileN> count_tiles(offsets.data(), nullptr, m, experts, n, 16, valid);
+        int64_t tiles = 0;
+        while (count_tiles.tile(tiles).expert >= 0) ++tiles;
+        const ggemm::TailSplit tail =
+            k_splits > 1 ? ggemm::TailSplit{tiles, 1} : ggemm::choose_tail_split(tiles, grid, kTileN, 4);
+        for (int cta = 0; cta < grid; ++cta) {
+            GroupedTileScheduler<kTileM, kTileN> direct(offsets.data(), nullptr, m, experts, n, 16, valid);
+            GroupedTileScheduler<kTileM, kTileN> stepped(offsets.data(), nullptr, m, experts, n, 16, valid);
+            for (int64_t item = cta;; item += grid) {
+                const TileCoord want = direct.item(item, tail, k_splits);
+                const TileCoord got = stepped.item(item, tail, k_splits);
+                CHECK(got.expert == want.expert);
+                CHECK(got.row_begin == want.row_begin);
+                CHECK(got.n_begin == want.n_begin);
+                CHECK(got.n_width == want.n_width);
+                CHECK(got.row_end == want.row_end);
+                CHECK(got.k_split == want.k_split);
+                CHECK(got.tile_index == want.tile_index);
+                if (want.expert < 0) break;
+                // This item's loads: each followed by one step toward the next item's tile.
+                const int64_t next_tile = GroupedTileScheduler<kTileM, kTileN>::item_tile(item + grid, tail, k_splits);
+                for (int load = static_cast<int>(rng() % 6); load > 0; --load) steps += stepped.step_toward(next_tile);
+            }
+        }
+    }
+    CHECK(steps > 1000);
+}
