@@ -170,8 +170,12 @@ struct GroupedTileScheduler {
     };
     GGEMM_HD Rows rows_of(int32_t g) const {
         if (g < 0) return {0, 0};  // never asked; says to the host compiler that offsets[-1] is not read
-        const int32_t begin = g == 0 ? 0 : offsets[g - 1];
-        const int32_t size = offsets[g] - begin;
+        return counted_rows(g, g == 0 ? 0 : offsets[g - 1], offsets[g]);
+    }
+
+    // Rows [begin, end) of expert g cut at its clamped count.
+    GGEMM_HD Rows counted_rows(int32_t g, int32_t begin, int32_t end) const {
+        const int32_t size = end - begin;
         const int32_t rows = valid_rows != nullptr ? static_cast<int32_t>(clamped_valid_rows(valid_rows[g], size)) : size;
         return {begin, begin + rows};
     }
@@ -186,8 +190,7 @@ struct GroupedTileScheduler {
         const int32_t end = offsets[g];
         if (!usable(begin) || !usable(end) || end < begin || begin < high_water) return 0;
         if (weight_status != nullptr && weight_status[g] != 0) return 0;
-        const Rows rows = rows_of(g);
-        return int64_t{row_blocks(rows)} * n_blocks;
+        return int64_t{row_blocks(counted_rows(g, begin, end))} * n_blocks;
     }
 
     GGEMM_HD static int32_t row_blocks(Rows rows) {
