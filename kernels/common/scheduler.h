@@ -32,8 +32,29 @@ GGEMM_HD uint32_t offset_status(int64_t previous_end, int64_t end, int64_t m) {
     return bits;
 }
 
-GGEMM_HD bool offset_usable(int64_t v, int64_t m) {
-    return v >= 0 && v % kSegmentAlignment == 0 && v <= m;
+// Whether an offset can bound a segment: at least 0, aligned, at most M. A template: the tile
+// walk runs it in 32 bits (int32 offsets against M clamped to int32, which keeps every result),
+// where each expert it passes is a chain of dependent instructions that 64-bit compares would
+// lengthen.
+static_assert((kSegmentAlignment & (kSegmentAlignment - 1)) == 0, "a mask tests the alignment");
+template <class Int>
+GGEMM_HD bool offset_usable(Int v, Int m) {
+    return v >= 0 && (v & (kSegmentAlignment - 1)) == 0 && v <= m;
+}
+
+// Whether an expert whose offsets are begin and end computes rows [begin, end): both offsets
+// usable, in order, and the begin not below any earlier usable offset (`high_water`, the largest
+// of offsets[0, g-1)). Then the computed ranges of all experts are disjoint whatever the offsets
+// hold, so no row is written (or summed) twice.
+template <class Int>
+GGEMM_HD bool segment_computed(Int begin, Int end, Int m, Int high_water) {
+    return offset_usable(begin, m) && offset_usable(end, m) && end >= begin && begin >= high_water;
+}
+
+// Carries high_water past offset `passed` (the end offset of the expert a walk leaves behind).
+template <class Int>
+GGEMM_HD void raise_high_water(Int& high_water, Int passed, Int m) {
+    if (offset_usable(passed, m) && passed > high_water) high_water = passed;
 }
 
 // What is wrong with a discrete-mode weight pointer (TMA needs 16-byte aligned global addresses).
@@ -54,25 +75,6 @@ GGEMM_HD uint32_t valid_rows_status(int64_t begin, int64_t end, int64_t count, i
 // A count clamped to [0, size]: the rows of a segment of `size` rows that are computed.
 GGEMM_HD int64_t clamped_valid_rows(int64_t count, int64_t size) {
     return count < 0 ? 0 : (count > size ? size : count);
-}
-
-// Rows [row_begin, row_end) of an expert that the kernel computes, or an empty range when the
-// expert is skipped. Its begin and end offsets must both be usable, in order, and the begin must
-// not lie below any earlier usable offset (`high_water`, the largest of offsets[0, g-1)): then
-// the computed ranges of all experts are disjoint whatever the offsets hold, so no row is
-// written twice.
-struct ExpertRows {
-    int64_t row_begin;
-    int64_t row_end;
-};
-
-GGEMM_HD ExpertRows expert_rows(const int32_t* offsets, int32_t expert, int64_t m, int64_t high_water) {
-    if (expert < 0) return {0, 0};  // never asked; says to the host compiler that offsets[-1] is not read
-    const int64_t begin = expert == 0 ? 0 : offsets[expert - 1];
-    const int64_t end = offsets[expert];
-    if (!offset_usable(begin, m) || !offset_usable(end, m) || end < begin || begin < high_water)
-        return {0, 0};
-    return {begin, end};
 }
 
 struct TileCoord {
@@ -157,12 +159,6 @@ struct GroupedTileScheduler {
           m_rows(m_ > INT32_MAX ? INT32_MAX : (m_ < 0 ? -1 : static_cast<int32_t>(m_))),
           num_experts(num_experts_), n_blocks((n + kTileN - 1) / kTileN), group_m(group_m_) {}
 
-    // offset_usable for an int32 offset.
-    static_assert((kSegmentAlignment & (kSegmentAlignment - 1)) == 0, "a mask tests the alignment");
-    GGEMM_HD bool usable(int32_t v) const {
-        return v >= 0 && (v & (kSegmentAlignment - 1)) == 0 && v <= m_rows;
-    }
-
     // The rows expert g computes, [row_begin, row_end): its segment, cut at the clamped count.
     struct Rows {
         int32_t row_begin;
@@ -180,15 +176,13 @@ struct GroupedTileScheduler {
         return {begin, begin + rows};
     }
 
-    // Tiles expert g contributes: zero when it is empty or skipped (expert_rows' rules, and the
-    // weight pointer's). In 32 bits (the offsets are int32, and compared with M clamped to
-    // int32, which keeps every comparison's result): each expert the walk passes is a chain of
-    // dependent instructions, which 64-bit compares would lengthen.
+    // Tiles expert g contributes: zero when it is empty or skipped (segment_computed, in 32 bits,
+    // and the weight pointer's rule).
     GGEMM_HD int64_t tiles_of(int32_t g) const {
         if (g < 0) return 0;
         const int32_t begin = g == 0 ? 0 : offsets[g - 1];
         const int32_t end = offsets[g];
-        if (!usable(begin) || !usable(end) || end < begin || begin < high_water) return 0;
+        if (!segment_computed(begin, end, m_rows, high_water)) return 0;
         if (weight_status != nullptr && weight_status[g] != 0) return 0;
         return int64_t{row_blocks(counted_rows(g, begin, end))} * n_blocks;
     }
@@ -203,8 +197,7 @@ struct GroupedTileScheduler {
     GGEMM_HD bool step_toward(int64_t index) {
         if (expert >= num_experts || index < expert_first_tile + expert_tiles) return false;
         expert_first_tile += expert_tiles;
-        if (expert >= 1 && usable(offsets[expert - 1]) && offsets[expert - 1] > high_water)
-            high_water = offsets[expert - 1];
+        if (expert >= 1) raise_high_water(high_water, offsets[expert - 1], m_rows);
         ++expert;
         if (expert == num_experts) return false;
         expert_tiles = tiles_of(expert);

@@ -30,7 +30,7 @@ __device__ __forceinline__ bool expert_keys(const int32_t* offsets, int64_t m, i
         const bool here = g < experts;
         const int32_t end = here ? offsets[g] : 0;
         // Offsets are int32: a usable one is >= 0, so 0 stands for "none" in the maximum.
-        int32_t high = here && offset_usable(end, m) ? end : 0;
+        int32_t high = here && offset_usable(int64_t{end}, m) ? end : 0;
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
             const int32_t other = __shfl_up_sync(kFullMask, high, d);
@@ -41,7 +41,7 @@ __device__ __forceinline__ bool expert_keys(const int32_t* offsets, int64_t m, i
         const int32_t high_water = lane >= 2 ? two_back : (lane == 1 ? last : before_last);
         if (here) {
             const int32_t begin = g == 0 ? 0 : offsets[g - 1];
-            const bool usable = offset_usable(begin, m) && offset_usable(end, m) && end >= begin && begin >= high_water;
+            const bool usable = segment_computed<int64_t>(begin, end, m, high_water);
             const int64_t blocks = usable ? (int64_t{end} - begin) / kBlockRows : 0;
             keys[g] = WgradOrderKey::make(blocks, usable, g);
             const uint32_t b = static_cast<uint32_t>(blocks < WgradOrderKey::kMaxBlocks ? blocks : WgradOrderKey::kMaxBlocks);

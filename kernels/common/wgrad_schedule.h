@@ -5,7 +5,7 @@
 // Every expert has the same number of tiles (its output is P x Q whatever its rows), so a tile
 // index maps to its expert slot by one division: tiles are numbered slot by slot, the P block
 // varying fastest inside a slot. Which rows an expert sums is the forward's rule (scheduler.h,
-// expert_rows): both offsets usable, in order, and the begin not below any earlier usable
+// segment_computed): both offsets usable, in order, and the begin not below any earlier usable
 // offset, so that no row can be counted by two experts whatever the device memory holds.
 //
 // A tile costs its expert's rows. Where each expert has fewer tiles than the grid has CTAs and
@@ -86,14 +86,12 @@ struct ExpertRowCursor {
 
     GGEMM_HD WgradExpert rows(int32_t g) {
         for (; expert < g; ++expert) {
-            if (expert >= 1 && offset_usable(offsets[expert - 1], m) && offsets[expert - 1] > high_water)
-                high_water = offsets[expert - 1];
+            if (expert >= 1) raise_high_water(high_water, int64_t{offsets[expert - 1]}, m);
         }
-        const ExpertRows r = expert_rows(offsets, g, m, high_water);
         const int64_t begin = g == 0 ? 0 : offsets[g - 1];
         const int64_t end = offsets[g];
-        const bool usable = offset_usable(begin, m) && offset_usable(end, m) && end >= begin && begin >= high_water;
-        return {r.row_begin, r.row_end, usable};
+        if (!segment_computed(begin, end, m, high_water)) return {0, 0, false};
+        return {begin, end, true};
     }
 };
 

@@ -71,6 +71,31 @@ TEST_CASE("scheduler: offset_status names each broken rule") {
     CHECK(ggemm::weight_pointer_status(0x1000) == 0u);
 }
 
+TEST_CASE("scheduler: segment_computed in 32 bits against M clamped to int32 answers as in 64 bits") {
+    // The tile walk runs the rule on int32 offsets with M clamped to int32 (GroupedTileScheduler's
+    // m_rows); the weight gradient runs it in 64 bits. Every answer must agree, M past 2^31 included.
+    const int32_t values[] = {INT32_MIN, -256, -1, 0, 1, 255, 256, 300, 512, 768, 1024, INT32_MAX - 255, INT32_MAX};
+    for (int64_t m : {int64_t{0}, int64_t{512}, int64_t{1000}, int64_t{INT32_MAX}, int64_t{1} << 40}) {
+        const int32_t m_rows = m > INT32_MAX ? INT32_MAX : static_cast<int32_t>(m);
+        for (int32_t begin : values)
+            for (int32_t end : values)
+                for (int32_t high_water : {0, 256, 512, INT32_MAX - 255}) {
+                    const bool wide = ggemm::segment_computed<int64_t>(begin, end, m, high_water);
+                    CHECK(ggemm::segment_computed(begin, end, m_rows, high_water) == wide);
+                    CHECK(wide == (begin >= 0 && begin % 256 == 0 && begin <= m && end % 256 == 0 && end <= m &&
+                                   end >= begin && begin >= high_water));
+                }
+    }
+    const auto raised = [](int64_t high_water, int64_t passed) {
+        ggemm::raise_high_water(high_water, passed, int64_t{2048});
+        return high_water;
+    };
+    CHECK(raised(256, 1024) == 1024);
+    CHECK(raised(1024, 512) == 1024);  // not above
+    CHECK(raised(256, 700) == 256);    // misaligned
+    CHECK(raised(256, 4096) == 256);   // past M
+}
+
 TEST_CASE("scheduler: raster_tile is a bijection with row blocks paired") {
     for (int32_t m_blocks : {2, 6, 16, 34, 40}) {
         for (int32_t n_blocks : {1, 3, 16}) {
