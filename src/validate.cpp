@@ -163,6 +163,11 @@ ggemm_status_t check_sm_margin(int32_t sm_margin, int32_t device, const DeviceIn
     return GGEMM_SUCCESS;
 }
 
+ggemm_status_t no_kernel_for_arch(const char* kernels, int32_t arch, int32_t device, const DeviceInfo& info) noexcept {
+    return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG, "no compiled %s for SM%d (device %d, %s) in this build of ggemm",
+                kernels, arch, device, info.name);
+}
+
 ggemm_status_t check_args_m(int64_t m, int64_t m_capacity) noexcept {
     if (m < 0) return fail(GGEMM_ERROR_INVALID_SHAPE, "args->m must be >= 0, got %lld", (ll)m);
     if (m % kSegmentAlignment != 0) {
@@ -411,17 +416,9 @@ ggemm_status_t validate_desc_fields(const ggemm_plan_desc& desc) noexcept {
 ggemm_status_t validate_desc_for_device(const ggemm_plan_desc& desc, const DeviceInfo& device,
                                         VariantList variants) noexcept {
     int32_t arch = 0;
-    ggemm_status_t status = check_device_arch(desc.device, device, &arch);
+    ggemm_status_t status =
+        check_device_and_kernels(desc.device, desc.sm_margin, device, variants, "kernel variant", &arch);
     if (status != GGEMM_SUCCESS) return status;
-    status = check_sm_margin(desc.sm_margin, desc.device, device);
-    if (status != GGEMM_SUCCESS) return status;
-    int for_arch = 0;
-    for (int i = 0; i < variants.count; ++i) for_arch += variants.items[i].arch == arch;
-    if (for_arch == 0) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
-                    "no compiled kernel variant for SM%d (device %d, %s) in this build of ggemm",
-                    arch, desc.device, device.name);
-    }
     if (!variant_values(variants, arch, &KernelVariant::weight_layout).contains(desc.weight_layout)) {
         return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
                     "desc->weight_layout = %s (%d) is not supported on SM%d (device %d, %s): this build of "

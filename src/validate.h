@@ -63,6 +63,20 @@ ggemm_status_t check_experts_and_capacity(int32_t num_experts, int64_t m_capacit
 // The device is present, `device` is one of its ordinals, and its arch is SM90 or SM100 (*arch).
 ggemm_status_t check_device_arch(int32_t device, const DeviceInfo& info, int32_t* arch) noexcept;
 ggemm_status_t check_sm_margin(int32_t sm_margin, int32_t device, const DeviceInfo& info) noexcept;
+// The refusal of a build that holds no `kernels` (a name for the message) for the device's arch.
+ggemm_status_t no_kernel_for_arch(const char* kernels, int32_t arch, int32_t device, const DeviceInfo& info) noexcept;
+// check_device_arch and check_sm_margin, then at least one of `variants` (a list of a plan kind's
+// compiled kernels, each with its arch) for the device's arch (*arch).
+template <class VariantListT>
+ggemm_status_t check_device_and_kernels(int32_t device, int32_t sm_margin, const DeviceInfo& info,
+                                        VariantListT variants, const char* kernels, int32_t* arch) noexcept {
+    ggemm_status_t status = check_device_arch(device, info, arch);
+    if (status == GGEMM_SUCCESS) status = check_sm_margin(sm_margin, device, info);
+    if (status != GGEMM_SUCCESS) return status;
+    for (int i = 0; i < variants.count; ++i)
+        if (variants.items[i].arch == *arch) return GGEMM_SUCCESS;
+    return no_kernel_for_arch(kernels, *arch, device, info);
+}
 // args->m: >= 0, a multiple of 256, at most m_capacity.
 ggemm_status_t check_args_m(int64_t m, int64_t m_capacity) noexcept;
 // Each non-NULL pointer aligned as its rule says.

@@ -69,18 +69,8 @@ ggemm_status_t validate_wgrad_desc_fields(const ggemm_wgrad_desc& desc) noexcept
 ggemm_status_t validate_wgrad_desc_for_device(const ggemm_wgrad_desc& desc, const DeviceInfo& device,
                                               WgradVariantList variants) noexcept {
     int32_t arch = 0;
-    ggemm_status_t status = check_device_arch(desc.device, device, &arch);
-    if (status != GGEMM_SUCCESS) return status;
-    status = check_sm_margin(desc.sm_margin, desc.device, device);
-    if (status != GGEMM_SUCCESS) return status;
-    int for_arch = 0;
-    for (int i = 0; i < variants.count; ++i) for_arch += variants.items[i].arch == arch;
-    if (for_arch == 0) {
-        return fail(GGEMM_ERROR_UNSUPPORTED_CONFIG,
-                    "no compiled weight-gradient kernel variant for SM%d (device %d, %s) in this build of ggemm", arch,
-                    desc.device, device.name);
-    }
-    return GGEMM_SUCCESS;
+    return check_device_and_kernels(desc.device, desc.sm_margin, device, variants, "weight-gradient kernel variant",
+                                    &arch);
 }
 
 ggemm_status_t validate_wgrad_args_fields(const ggemm_plan& plan, const ggemm_wgrad_args& args) noexcept {
