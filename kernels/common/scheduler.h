@@ -68,7 +68,7 @@ GGEMM_HD uint32_t weight_pointer_status(uint64_t ptr) {
 // are skipped whatever their count, and the offset bits report them).
 GGEMM_HD uint32_t valid_rows_status(int64_t begin, int64_t end, int64_t count, int64_t m) {
     if (count < 0) return kStatusValidRowsClamped;
-    const bool sound = offset_usable(begin, m) && offset_usable(end, m) && end >= begin;
+    const bool sound = segment_computed(begin, end, m, int64_t{0});
     return sound && count > end - begin ? kStatusValidRowsClamped : 0u;
 }
 
