@@ -74,6 +74,10 @@ struct KernelVariant {
     // Warpgroups issuing the tile's MMAs (SM90: one per 64 rows of the CTA's tile); the fill
     // model's rates depend on it (src/heuristics.h, ItemRates).
     int32_t math_warpgroups = 2;
+    // Rows per TMA box of A in a call with valid-row counts (0: a_box_rows). SM90's two-warpgroup
+    // kernels load A in two boxes of 64 rows there, and only the first where the tile's second
+    // warpgroup has no valid row (it issues no MMA then).
+    int32_t a_box_rows_counted = 0;
 };
 
 }  // namespace ggemm

@@ -38,8 +38,9 @@ TensorMapShape b_expert_shape(const void* address, int64_t n, int64_t k, const K
 
 }  // namespace
 
-TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept {
-    return k_major_shape(a, m, k, variant.block_k, variant.a_box_rows);
+TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant, bool counted) noexcept {
+    const int32_t rows = counted && variant.a_box_rows_counted > 0 ? variant.a_box_rows_counted : variant.a_box_rows;
+    return k_major_shape(a, m, k, variant.block_k, rows);
 }
 
 TensorMapShape b_dense_map_shape(const void* b, int64_t n, int64_t k, int32_t num_experts,

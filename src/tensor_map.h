@@ -27,7 +27,7 @@ struct TensorMapShape {
 };
 
 // A: M x K row-major; dims {K, M}, box {block_k, a_box_rows}.
-TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant) noexcept;
+TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant, bool counted) noexcept;
 
 // N-major B is loaded in boxes of this many columns: one 128-byte swizzle row of bf16, the
 // width of the wgmma MN-major 128-byte-swizzle atom (kernels/sm90/grouped_gemm_sm90.cuh).

@@ -212,6 +212,15 @@ template <class Cfg>
 constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && Cfg::kTileN == 256 && Cfg::kStoreAtoms == 2 &&
                              Cfg::kBatchesInFlight == 1;
 
+// Whether, in a call with valid-row counts, the kernel loads A in two boxes of 64 rows, one per
+// math warpgroup (the host encodes A's map with that box: KernelVariant::a_box_rows_counted), and
+// only the first where the second warpgroup's rows are all past the count: that warpgroup then
+// issues no MMA (it passes over the stages), and the rows it would read are not loaded. Decode
+// layers hold a few to a few dozen tokens per expert: most of their tiles are such. Not dGLU
+// through TMA, whose warpgroups each take whole tiles (and which refuses counts).
+template <class Cfg>
+constexpr bool kHalfBoxesWithCounts = Cfg::kMathWarpgroups == 2 && !Cfg::kTmaStoreDglu;
+
 // The instance of such a kernel that compiles only the fused GLU forward (compute_glu_tiles,
 // whose activation runs behind the tensor cores' work), for calls with an activation and K
 // unsplit. Its own instance, so that the general instance's code and registers stay as they are.
@@ -425,6 +434,10 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         const KBlockRange blocks =
             k_splits > 1 ? split_k_range(k_blocks, k_splits, tile.k_split) : KBlockRange{0, k_blocks};
 
+        // In boxes of 64 rows with counts: the second only where the second warpgroup has rows.
+        const bool half_boxes = kHalfBoxesWithCounts<Cfg> && args.valid_rows != nullptr;
+        const bool second_box = half_boxes && tile.row_end - tile.row_begin > Cfg::kRowsPerWarpgroup;
+        const uint32_t a_bytes = half_boxes && !second_box ? Cfg::kABytes / 2 : Cfg::kABytes;
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;
         if (discrete && tile.expert != mapped_expert) {
             ptx::fence_proxy_tensormap_acquire(expert_map);
@@ -437,9 +450,13 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
                 // The whole B tile lands here, in a cluster half of it from the other CTA's load
                 // (whose bytes may complete on this barrier before this arrival: the count goes
                 // negative until then, and the phase cannot complete without the arrival).
-                ptx::mbarrier_arrive_expect_tx(&s.full[stage], Cfg::kABytes + Cfg::kBBytes);
+                ptx::mbarrier_arrive_expect_tx(&s.full[stage], a_bytes + Cfg::kBBytes);
                 const int32_t k = kb * Cfg::kBlockK;
                 ptx::tma_load_2d(st.a, a_map, &s.full[stage], k, tile.row_begin);
+                if (second_box) {
+                    ptx::tma_load_2d(st.a + Cfg::kRowsPerWarpgroup * Cfg::kBlockK, a_map, &s.full[stage], k,
+                                     tile.row_begin + Cfg::kRowsPerWarpgroup);
+                }
                 load_b<Cfg>(st.b, b_map, expert_map, &s.full[stage], discrete, k, tile, rank);
             }
             next_stage<Cfg>(stage, phase);

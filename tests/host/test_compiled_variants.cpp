@@ -36,6 +36,26 @@ TEST_CASE("compiled variants: each architecture plans with its own kernels") {
     CHECK(chosen(valid_desc(), sm100_device(), 100).rfind("sm100_", 0) == 0);
 }
 
+TEST_CASE("compiled variants: with valid-row counts SM90's two-warpgroup kernels load A in half boxes") {
+    // One box per math warpgroup (the second left out where its rows are all past the count):
+    // every SM90 kernel of 128-row CTA tiles but dGLU's through TMA, which refuses counts.
+    const ggemm::VariantList sm90 = ggemm::compiled_variants(90);
+    int half_boxes = 0;
+    for (int32_t i = 0; i < sm90.count; ++i) {
+        const ggemm::KernelVariant& v = sm90.items[i];
+        CAPTURE(v.name);
+        if (v.a_box_rows == 128 && !v.tma_dglu) {
+            CHECK(v.a_box_rows_counted == 64);
+            ++half_boxes;
+        } else {
+            CHECK(v.a_box_rows_counted == 0);
+        }
+    }
+    CHECK(half_boxes > 0);
+    const ggemm::VariantList sm100 = ggemm::compiled_variants(100);
+    for (int32_t i = 0; i < sm100.count; ++i) CHECK(sm100.items[i].a_box_rows_counted == 0);
+}
+
 TEST_CASE("compiled variants: SM100 CTA pairs (never run) only when asked for") {
     ggemm_plan_desc desc = valid_desc();
     const std::string single = chosen(desc, sm100_device(), 100);

@@ -11,7 +11,7 @@ using namespace ggemm_fakes;
 
 TEST_CASE("A map: dims {K, M}, row stride of K bf16, box {block_k, a_box_rows}") {
     const ggemm::KernelVariant v = variant("v", 90, 128, 256, 1);
-    const ggemm::TensorMapShape shape = ggemm::a_map_shape(at(kDevice0), 4096, 7168, v);
+    const ggemm::TensorMapShape shape = ggemm::a_map_shape(at(kDevice0), 4096, 7168, v, false);
     CHECK(shape.rank == 2);
     CHECK(shape.address == at(kDevice0));
     CHECK(shape.dims[0] == 7168);
@@ -22,6 +22,15 @@ TEST_CASE("A map: dims {K, M}, row stride of K bf16, box {block_k, a_box_rows}")
     CHECK(shape.element_strides[0] == 1);
     CHECK(shape.element_strides[1] == 1);
     CHECK(shape.l2_promotion == CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+TEST_CASE("A map of a call with valid-row counts: the variant's counted box, else its own") {
+    ggemm::KernelVariant v = variant("v", 90, 128, 256, 1);
+    v.a_box_rows = 128;
+    CHECK(ggemm::a_map_shape(at(kDevice0), 4096, 7168, v, true).box[1] == 128);  // no counted box
+    v.a_box_rows_counted = 64;
+    CHECK(ggemm::a_map_shape(at(kDevice0), 4096, 7168, v, true).box[1] == 64);
+    CHECK(ggemm::a_map_shape(at(kDevice0), 4096, 7168, v, false).box[1] == 128);
 }
 
 TEST_CASE("D map of a fused GLU forward: the M x N/2 output, dims {N/2, M}, the same box") {
@@ -115,7 +124,7 @@ TEST_CASE("encoding tensor maps through the driver (GPU)") {
     REQUIRE(cudaMalloc(&memory, 1 << 22) == cudaSuccess);
     const ggemm::KernelVariant v = variant("v", ggemm::arch_of(device), 128, 256, 1);
     CUtensorMap map;
-    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 1024, 1024, v), "A", &map) == GGEMM_SUCCESS);
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 1024, 1024, v, false), "A", &map) == GGEMM_SUCCESS);
     CHECK(ggemm::encode_tensor_map(ggemm::b_dense_map_shape(memory, 256, 1024, 4, v), "B", &map) == GGEMM_SUCCESS);
     CHECK(ggemm::encode_tensor_map(ggemm::b_template_map_shape(memory, 256, 1024, v), "B", &map) == GGEMM_SUCCESS);
     ggemm::KernelVariant stores_d = v;
@@ -124,14 +133,14 @@ TEST_CASE("encoding tensor maps through the driver (GPU)") {
     CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 520, GGEMM_ACTIVATION_NONE, 0, stores_d), "D", &map) == GGEMM_SUCCESS);
     CHECK(ggemm::encode_tensor_map(ggemm::d_map_shape(memory, 256, 8, GGEMM_ACTIVATION_NONE, 0, stores_d), "D", &map) == GGEMM_SUCCESS);
     // K tails: TMA fills past K with zeros, so K need only be a multiple of 8.
-    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 256, 72, v), "A", &map) == GGEMM_SUCCESS);
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 256, 72, v, false), "A", &map) == GGEMM_SUCCESS);
     // A 128-byte swizzle holds at most 128 bytes of the inner box: block_k 128 bf16 is refused.
     ggemm::KernelVariant too_wide = v;
     too_wide.block_k = 128;
-    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 1024, 1024, too_wide), "A", &map) == GGEMM_ERROR_CUDA);
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(memory, 1024, 1024, too_wide, false), "A", &map) == GGEMM_ERROR_CUDA);
     CHECK(message_contains("cuTensorMapEncodeTiled failed for the A map with CUresult 1"));
     // A misaligned global address is refused by the driver too.
-    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(static_cast<char*>(memory) + 8, 1024, 1024, v), "A", &map) ==
+    CHECK(ggemm::encode_tensor_map(ggemm::a_map_shape(static_cast<char*>(memory) + 8, 1024, 1024, v, false), "A", &map) ==
           GGEMM_ERROR_CUDA);
     cudaFree(memory);
 }
