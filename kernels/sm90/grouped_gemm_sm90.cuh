@@ -405,6 +405,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     int32_t mapped_expert = -1;
     uint32_t stage = 0, phase = 0;
     const int32_t k_splits = Cfg::kSplitK ? args.k_splits : 1;
+    const bool half_boxes = kHalfBoxesWithCounts<Cfg> && args.valid_rows != nullptr;  // A's map: 64-row boxes
     for (uint32_t i = 0;; ++i) {
         if (dynamic && i > 0) item = claims.take();
         const TileCoord tile = cluster_share(schedule.item(item, args.tail, k_splits), rank, Cfg::kTileM);
@@ -435,7 +436,6 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
             k_splits > 1 ? split_k_range(k_blocks, k_splits, tile.k_split) : KBlockRange{0, k_blocks};
 
         // In boxes of 64 rows with counts: the second only where the second warpgroup has rows.
-        const bool half_boxes = kHalfBoxesWithCounts<Cfg> && args.valid_rows != nullptr;
         const bool second_box = half_boxes && tile.row_end - tile.row_begin > Cfg::kRowsPerWarpgroup;
         const uint32_t a_bytes = half_boxes && !second_box ? Cfg::kABytes / 2 : Cfg::kABytes;
         const CUtensorMap* expert_map = discrete ? args.b_maps + tile.expert : b_map;

@@ -41,7 +41,7 @@ TEST_CASE("compiled variants: with valid-row counts SM90's two-warpgroup kernels
     // every SM90 kernel of 128-row CTA tiles but dGLU's through TMA, which refuses counts.
     const ggemm::VariantList sm90 = ggemm::compiled_variants(90);
     int half_boxes = 0;
-    for (int32_t i = 0; i < sm90.count; ++i) {
+    for (int i = 0; i < sm90.count; ++i) {
         const ggemm::KernelVariant& v = sm90.items[i];
         CAPTURE(v.name);
         if (v.a_box_rows == 128 && !v.tma_dglu) {
@@ -53,7 +53,7 @@ TEST_CASE("compiled variants: with valid-row counts SM90's two-warpgroup kernels
     }
     CHECK(half_boxes > 0);
     const ggemm::VariantList sm100 = ggemm::compiled_variants(100);
-    for (int32_t i = 0; i < sm100.count; ++i) CHECK(sm100.items[i].a_box_rows_counted == 0);
+    for (int i = 0; i < sm100.count; ++i) CHECK(sm100.items[i].a_box_rows_counted == 0);
 }
 
 TEST_CASE("compiled variants: SM100 CTA pairs (never run) only when asked for") {
