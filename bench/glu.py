@@ -2,21 +2,28 @@
 """The fused GLU forward against its unfused paths on the fc1 cases of the MoE suite.
 
 For every case of bench/moe_shapes.json whose name holds "fc1" (N = 2 * I, the pre-activation
-width, in interleaved 32-column gate/up blocks):
-  1. check: ggemm's fused SwiGLU (alpha = prob = 1) against torch._grouped_mm followed by SwiGLU
-     in fp32 on the interleaved blocks; relative Frobenius error <= 1e-2 (D poisoned first);
+width, in interleaved 32-column gate/up blocks), with a random alpha per expert and prob per row:
+  1. check: ggemm's fused SwiGLU, D = prob * SwiGLU(alpha * A B^T), against an fp32 reference
+     from torch._grouped_mm; relative Frobenius error <= 1e-2 (D poisoned first). The unfused
+     paths timed below are checked against the same reference: each computes the same D;
   2. time, in interleaved rounds (order rotating every round), medians of event-timed runs,
      inputs rotated over several sets so the L2 cannot serve a run:
-       glu          ggemm, activation = SwiGLU: bf16 D of M x N/2, no C
-       plain        ggemm's plain grouped GEMM of the same M x N x K: bf16 D of M x N
-       plain_eager  plain, then SwiGLU in eager PyTorch on its interleaved blocks (bf16; silu
-                    and a multiply, two kernels, the result left where PyTorch allocates it)
-       mm_compiled  torch._grouped_mm, then the SwiGLU compiled by torch.compile
+       glu          ggemm, activation = SwiGLU, alpha and prob: bf16 D of M x N/2, no C
+       plain        ggemm's plain grouped GEMM of the same M x N x K, alpha and prob: bf16 D of
+                    M x N (the GEMM the GLU contains, scaled as the GLU is)
+       plain_eager  the same D unfused: ggemm's GEMM with alpha (prob NULL: prob scales the
+                    activation's output, not its input), then in eager PyTorch silu, a multiply
+                    and the multiply by prob (three kernels, bf16, the last in place)
+       mm_compiled  torch._grouped_mm, then alpha, SwiGLU and prob compiled by torch.compile
+       glu_noprob, plain_eager_noprob
+                    the GLU with prob NULL, and the GEMM with alpha then silu and a multiply
+                    (two kernels): the same comparison for a layer that applies no prob here
        glu_train    (--train) the training forward: glu with a bf16 bias and the bf16
                     pre-activation C (M x N) written for the backward, checked against torch
   3. the backward, on the same case's second layer (W2 of hidden x I = K x N/2, N-major, as
-     its forward stores it): dGLU (R = dY @ W2 of M x N/2, the saved bf16 pre-activation,
-     d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same M x N/2 x K.
+     its forward stores it): dGLU (R = alpha * dY @ W2 of M x N/2, the saved bf16
+     pre-activation, d_pre of M x N and d_prob) against ggemm's plain dgrad GEMM of the same
+     M x N/2 x K, both with alpha and prob.
 With --alt-lib NAME=PATH (repeatable), the fused GLU forward and the dGLU of another build of
 libggemm.so are timed in the same rounds as glu_NAME and dglu_NAME (with --train, glu_train_NAME
 too), each output checked against this library's (the same reference bound; bitwise equality
@@ -29,9 +36,9 @@ PREFIX (GGEMM_KERNEL), the same way, where such a plan can be made. With --alt-m
 smaller (`desc.sm_margin`), the outputs required bitwise equal to the full grid's.
 Writes glu.json into --out (with the run's date, device, library and command, as peers.py's) and
 prints them, then a table with the ratios:
-  glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3),
-  mm_compiled / glu (target > 1 on every case), dglu / dgrad (target <= 1.10),
-  and with --train glu_train / plain.
+  glu / plain (target <= 1.05), plain_eager / glu (geomean target >= 1.3; without prob on
+  either side reported beside it), mm_compiled / glu (target > 1 on every case),
+  dglu / dgrad (target <= 1.10), and with --train glu_train / plain.
 """
 import argparse
 import json
@@ -94,6 +101,17 @@ def swiglu_blocks(torch, pre):
     return (torch.nn.functional.silu(v[:, :, 0]) * v[:, :, 1]).reshape(m, n // 2)
 
 
+def glu_reference(torch, pre, alpha_rows, prob):
+    """The fused forward's D in fp32 from the unscaled pre-activation: prob * SwiGLU(alpha * pre)."""
+    return swiglu_blocks(torch, pre.float() * alpha_rows[:, None]) * prob[:, None]
+
+
+def eager_glu(torch, c, prob):
+    """prob * SwiGLU(c) in eager PyTorch: silu, a multiply, then the multiply by prob in place
+    (c bf16, the result bf16)."""
+    return swiglu_blocks(torch, c).mul_(prob[:, None])
+
+
 def run_poisoned(torch, plan, args, outputs, handle):
     """One run of `plan` on `args`, its `outputs` filled with NaN first (an element it does not
     write fails the check), waited for."""
@@ -115,13 +133,17 @@ class Case:
         l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 50 << 20)
         self.sets = sets_wanted or min(MAX_SETS, max(2, int(L2_MULTIPLE * l2 / set_bytes) + 1))
         self.offs = torch.tensor(offsets, dtype=torch.int32, device=dev)
-        self.alpha = torch.ones(self.L, dtype=torch.float32, device=dev)
-        self.prob = torch.ones(max(self.m, 1), dtype=torch.float32, device=dev)
+        # Scales of the size of real ones: alpha per expert, prob (a router's weight) per row.
+        self.alpha = torch.empty(self.L, dtype=torch.float32, device=dev).uniform_(0.5, 1.5)
+        self.prob = torch.empty(max(self.m, 1), dtype=torch.float32, device=dev).uniform_(0.25, 1.0)
+        sizes = [end - begin for begin, end in zip([0] + offsets[:-1], offsets)]
+        self.alpha_rows = torch.repeat_interleave(self.alpha, torch.tensor(sizes, device=dev), output_size=self.m)
         self.a = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
         self.b = [torch.empty(self.L, self.n, self.k, dtype=bf16, device=dev).uniform_(-1, 1) / 8
                   for _ in range(self.sets)]
         self.bt = [b.transpose(-2, -1) for b in self.b]
         self.d_glu = torch.empty(self.m, self.n // 2, dtype=bf16, device=dev)
+        self.d_glu_noprob = torch.empty(self.m, self.n // 2, dtype=bf16, device=dev)
         # The backward: dY (M x K), W2 (L x K x N/2, N-major), the saved pre-activation (M x N).
         self.dy = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
         self.w2 = [torch.empty(self.L, self.k, self.n // 2, dtype=bf16, device=dev).uniform_(-1, 1) / 8
@@ -137,8 +159,10 @@ class Case:
         self.plans = []
         self.lib = lib
 
-    def plan(self, torch, activation, lib=None, train=False, scheduler=gg.SCHEDULER_STATIC, sm_margin=0):
-        """The forward (with `train`, GLU with bias and C, as a training step's forward calls it)."""
+    def plan(self, torch, activation, lib=None, train=False, scheduler=gg.SCHEDULER_STATIC, sm_margin=0,
+             prob=True, out=None):
+        """The forward (with `train`, GLU with bias and C, as a training step's forward calls it;
+        without `prob`, args.prob NULL; `out`: D if not the activation's own buffer)."""
         lib = lib or self.lib
         if train and self.bias is None:
             self.bias = torch.empty(self.L, self.n, dtype=torch.bfloat16, device="cuda").uniform_(-1, 1)
@@ -152,11 +176,11 @@ class Case:
         self.plans.append(plan)
         ws = plan.workspace_size()
         workspace = torch.empty(max(ws, 1), dtype=torch.uint8, device="cuda")
-        d = self.d_glu if activation != gg.ACTIVATION_NONE else self.d_plain
+        d = out if out is not None else self.d_glu if activation != gg.ACTIVATION_NONE else self.d_plain
         extra = dict(bias=self.bias.data_ptr(), c=self.c_train.data_ptr()) if train else {}
         args = [lib.args(m=self.m, a=self.a[s].data_ptr(), b=self.b[s].data_ptr(),
                          padded_offsets=self.offs.data_ptr(), alpha=self.alpha.data_ptr(),
-                         prob=self.prob.data_ptr(), d=d.data_ptr(),
+                         prob=self.prob.data_ptr() if prob else None, d=d.data_ptr(),
                          workspace=workspace.data_ptr() if ws else None, workspace_size=ws,
                          device_status=self.status.data_ptr(), **extra) for s in range(self.sets)]
         return plan, args, workspace
@@ -197,37 +221,56 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
     try:
         glu_plan, glu_args, _glu_ws = data.plan(torch, gg.ACTIVATION_SWIGLU)
         plain_plan, plain_args, _plain_ws = data.plan(torch, gg.ACTIVATION_NONE)
+        # The unfused paths' GEMM: alpha only (prob scales the activation's output), and the GLU
+        # without prob, into a D of its own.
+        _, alpha_args, _alpha_ws = data.plan(torch, gg.ACTIVATION_NONE, prob=False)
+        noprob_plan, noprob_args, _noprob_ws = data.plan(torch, gg.ACTIVATION_SWIGLU, prob=False,
+                                                         out=data.d_glu_noprob)
         result["glu_plan"] = glu_plan.describe()
         result["plain_plan"] = plain_plan.describe()
 
+        # Every path against one fp32 reference: each computes the same D.
         data.d_glu.fill_(float("nan"))
+        data.d_glu_noprob.fill_(float("nan"))
         glu_plan.execute(glu_args[0], handle)
+        noprob_plan.execute(noprob_args[0], handle)
         try:  # an fp32 pre-activation where torch._grouped_mm offers one, else bf16
             pre = torch._grouped_mm(data.a[0], data.bt[0], offs=data.offs, out_dtype=torch.float32)
         except Exception:  # noqa: BLE001
             pre = torch._grouped_mm(data.a[0], data.bt[0], offs=data.offs, out_dtype=torch.bfloat16).float()
-        ref = swiglu_blocks(torch, pre)
+        ref = glu_reference(torch, pre, data.alpha_rows, data.prob)
+        ref_noprob = swiglu_blocks(torch, pre * data.alpha_rows[:, None])
         torch.cuda.synchronize()
-        err = rel_error(data.d_glu, ref)
         status = int(data.status.item()) & 0xFFFFFFFF
-        result["check"] = {"rel_err": err, "ok": bool(err <= CHECK_TOLERANCE) and status == 0,
-                           "device_status": status}
+        errors = {"rel_err": rel_error(data.d_glu, ref), "noprob_rel_err": rel_error(data.d_glu_noprob, ref_noprob)}
+        del pre
+        data.d_plain.fill_(float("nan"))
+        plain_plan.execute(alpha_args[0], handle)
+        errors["eager_rel_err"] = rel_error(eager_glu(torch, data.d_plain, data.prob), ref)
+        errors["eager_noprob_rel_err"] = rel_error(swiglu_blocks(torch, data.d_plain), ref_noprob)
+        mm = torch._grouped_mm(data.a[0], data.bt[0], offs=data.offs, out_dtype=torch.bfloat16)
+        errors["compiled_rel_err"] = rel_error(compiled_act(mm, data.alpha_rows, data.prob), ref)
+        del mm, ref, ref_noprob
+        result["check"] = dict(errors, device_status=status,
+                               ok=all(e <= CHECK_TOLERANCE for e in errors.values()) and status == 0)
 
         dglu_plan, dglu_args, _dglu_ws = data.backward_plan(torch, True)
         dgrad_plan, dgrad_args, _dgrad_ws = data.backward_plan(torch, False)
         result["dglu_plan"] = dglu_plan.describe()
-        # dGLU against torch: R = dY @ W2 per expert (fp32), then the SwiGLU derivative.
+        # dGLU against torch: R = alpha * dY @ W2 per expert (fp32), then prob times the SwiGLU
+        # derivative, and d_prob.
         dglu_plan.execute(dglu_args[0], handle)
         torch.cuda.synchronize()
         begin, worst = 0, 0.0
         for g, end in enumerate(case["padded_offsets"][:2]):  # two experts keep the check short
             if end > begin:
-                r = data.dy[0][begin:end].float() @ data.w2[0][g].float()
+                r = data.alpha[g] * (data.dy[0][begin:end].float() @ data.w2[0][g].float())
+                p = data.prob[begin:end, None]
                 v = data.pre[begin:end].float().view(end - begin, -1, 2, 32)
                 gate, up = v[:, :, 0].reshape(r.shape), v[:, :, 1].reshape(r.shape)
                 s = torch.sigmoid(gate)
-                d_gate = r * up * (s + gate * s * (1 - s))
-                d_up = r * gate * s
+                d_gate = r * p * up * (s + gate * s * (1 - s))
+                d_up = r * p * gate * s
                 ref = torch.stack((d_gate.view(end - begin, -1, 32), d_up.view(end - begin, -1, 32)), 2)
                 worst = max(worst, rel_error(data.d_pre[begin:end], ref.reshape(end - begin, -1)))
                 worst = max(worst, rel_error(data.d_prob[begin:end], (r * gate * s * up).sum(1)))
@@ -328,10 +371,13 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
         ops = [
             ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
             ("plain", lambda s: plain_plan.execute(plain_args[s], handle)),
-            ("plain_eager", lambda s: (plain_plan.execute(plain_args[s], handle),
-                                       swiglu_blocks(torch, data.d_plain))),
+            ("plain_eager", lambda s: (plain_plan.execute(alpha_args[s], handle),
+                                       eager_glu(torch, data.d_plain, data.prob))),
             ("mm_compiled", lambda s: compiled_act(torch._grouped_mm(
-                data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16))),
+                data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16), data.alpha_rows, data.prob)),
+            ("glu_noprob", lambda s: noprob_plan.execute(noprob_args[s], handle)),
+            ("plain_eager_noprob", lambda s: (plain_plan.execute(alpha_args[s], handle),
+                                              swiglu_blocks(torch, data.d_plain))),
             ("dglu", lambda s: dglu_plan.execute(dglu_args[s], handle)),
             ("dgrad", lambda s: dgrad_plan.execute(dgrad_args[s], handle)),
         ] + train_ops + alt_ops
@@ -345,6 +391,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             "glu_over_plain": med["glu"] / med["plain"],
             "plain_eager_over_glu": med["plain_eager"] / med["glu"],
             "mm_compiled_over_glu": med["mm_compiled"] / med["glu"],
+            "plain_eager_noprob_over_glu_noprob": med["plain_eager_noprob"] / med["glu_noprob"],
             "dglu_over_dgrad": med["dglu"] / med["dgrad"],
         }
         if opts.train:
@@ -369,15 +416,15 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
 
 
 def check_train(torch, data, case, plan, args, handle):
-    """The training forward against torch on the first two experts: C = A B_g^T + bias[g] and
-    D = SwiGLU(C), both poisoned first (alpha = prob = 1)."""
+    """The training forward against torch on the first two experts: C = alpha[g] A B_g^T + bias[g]
+    and D = prob * SwiGLU(C), both poisoned first."""
     run_poisoned(torch, plan, args[0], (data.d_glu, data.c_train), handle)
     begin, worst = 0, 0.0
     for g, end in enumerate(case["padded_offsets"][:2]):
         if end > begin:
-            pre = data.a[0][begin:end].float() @ data.b[0][g].float().T + data.bias[g].float()
-            worst = max(worst, rel_error(data.c_train[begin:end], pre),
-                        rel_error(data.d_glu[begin:end], swiglu_blocks(torch, pre)))
+            pre = data.alpha[g] * (data.a[0][begin:end].float() @ data.b[0][g].float().T) + data.bias[g].float()
+            d = swiglu_blocks(torch, pre) * data.prob[begin:end, None]
+            worst = max(worst, rel_error(data.c_train[begin:end], pre), rel_error(data.d_glu[begin:end], d))
         begin = end
     status = int(data.status.item()) & 0xFFFFFFFF
     return {"rel_err": worst, "ok": bool(worst <= CHECK_TOLERANCE) and status == 0, "device_status": status}
@@ -399,7 +446,8 @@ def main():
     meta = dict(run_meta(torch, lib), rounds=opts.rounds)
     print("glu.py: %s, %s, torch %s, %s, %d rounds" % (meta["device"], meta["date"], meta["torch"], meta["lib"],
                                                         opts.rounds), flush=True)
-    compiled_act = torch.compile(lambda pre: swiglu_blocks(torch, pre))
+    compiled_act = torch.compile(
+        lambda pre, alpha_rows, prob: glu_reference(torch, pre, alpha_rows, prob).to(torch.bfloat16))
     stream = torch.cuda.Stream()
     results = []
     with torch.cuda.stream(stream):
@@ -409,6 +457,8 @@ def main():
             torch.cuda.empty_cache()
     summary = {
         "geomean_plain_eager_over_glu": geomean([r.get("ratios", {}).get("plain_eager_over_glu") for r in results]),
+        "geomean_plain_eager_noprob_over_glu_noprob": geomean(
+            [r.get("ratios", {}).get("plain_eager_noprob_over_glu_noprob") for r in results]),
         "worst_glu_over_plain": max((r["ratios"]["glu_over_plain"] for r in results if "ratios" in r), default=None),
         "min_mm_compiled_over_glu": min((r["ratios"]["mm_compiled_over_glu"] for r in results if "ratios" in r),
                                         default=None),
@@ -440,10 +490,16 @@ def main():
             r["check"]["rel_err"], r["dglu_check"]["rel_err"],
             "" if r["check"]["ok"] and r["dglu_check"]["ok"] else " FAILED"))
     f = lambda v: "-" if v is None else "%.3f" % v  # noqa: E731
-    print("geomean plain+eager / glu %s (target >= 1.3); worst glu / plain %s (target <= 1.05); "
-          "min mm+compiled / glu %s (target > 1); worst dglu / dgrad %s (target <= 1.10)" % (
-              f(summary["geomean_plain_eager_over_glu"]), f(summary["worst_glu_over_plain"]),
-              f(summary["min_mm_compiled_over_glu"]), f(summary["worst_dglu_over_dgrad"])))
+    print("geomean plain+eager / glu %s (target >= 1.3; without prob on either side %s); worst glu / plain %s "
+          "(target <= 1.05); min mm+compiled / glu %s (target > 1); worst dglu / dgrad %s (target <= 1.10)" % (
+              f(summary["geomean_plain_eager_over_glu"]), f(summary["geomean_plain_eager_noprob_over_glu_noprob"]),
+              f(summary["worst_glu_over_plain"]), f(summary["min_mm_compiled_over_glu"]),
+              f(summary["worst_dglu_over_dgrad"])))
+    for r in results:
+        if "median_ms" in r:
+            print("%-18s without prob: glu %.3f ms, plain+eager %.3f ms, / glu %.3f" % (
+                r["name"], r["median_ms"]["glu_noprob"], r["median_ms"]["plain_eager_noprob"],
+                r["ratios"]["plain_eager_noprob_over_glu_noprob"]))
     for r in results:
         if "glu_train" in r.get("median_ms", {}):
             print("%-18s glu_train %.3f ms, / plain %.3f; check %.1e%s" % (
