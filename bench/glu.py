@@ -12,8 +12,8 @@ width, in interleaved 32-column gate/up blocks), with a random alpha per expert 
        plain        ggemm's plain grouped GEMM of the same M x N x K, alpha and prob: bf16 D of
                     M x N (the GEMM the GLU contains, scaled as the GLU is)
        plain_eager  the same D unfused: ggemm's GEMM with alpha (prob NULL: prob scales the
-                    activation's output, not its input), then in eager PyTorch silu, a multiply
-                    and the multiply by prob (three kernels, bf16, the last in place)
+                    activation's output, not its input), then in eager PyTorch up times prob,
+                    silu, and their product (three kernels, bf16)
        mm_compiled  torch._grouped_mm, then alpha, SwiGLU and prob compiled by torch.compile
        glu_noprob, plain_eager_noprob
                     the GLU with prob NULL, and the GEMM with alpha then silu and a multiply
@@ -107,9 +107,12 @@ def glu_reference(torch, pre, alpha_rows, prob):
 
 
 def eager_glu(torch, c, prob):
-    """prob * SwiGLU(c) in eager PyTorch: silu, a multiply, then the multiply by prob in place
-    (c bf16, the result bf16)."""
-    return swiglu_blocks(torch, c).mul_(prob[:, None])
+    """prob * SwiGLU(c) in eager PyTorch, three kernels: up times prob, silu, and their product
+    (c and prob bf16). The fastest of the orders tried on an H100 (prob applied last, in place or
+    not, took 1.1-1.2x as long; prob in fp32, 1.3x)."""
+    m, n = c.shape
+    v = c.view(m, n // 64, 2, 32)
+    return (torch.nn.functional.silu(v[:, :, 0]) * (v[:, :, 1] * prob[:, None, None])).reshape(m, n // 2)
 
 
 def run_poisoned(torch, plan, args, outputs, handle):
@@ -136,6 +139,7 @@ class Case:
         # Scales of the size of real ones: alpha per expert, prob (a router's weight) per row.
         self.alpha = torch.empty(self.L, dtype=torch.float32, device=dev).uniform_(0.5, 1.5)
         self.prob = torch.empty(max(self.m, 1), dtype=torch.float32, device=dev).uniform_(0.25, 1.0)
+        self.prob_bf16 = self.prob.to(bf16)  # the eager path's, in the activation's dtype
         sizes = [end - begin for begin, end in zip([0] + offsets[:-1], offsets)]
         self.alpha_rows = torch.repeat_interleave(self.alpha, torch.tensor(sizes, device=dev), output_size=self.m)
         self.a = [torch.empty(self.m, self.k, dtype=bf16, device=dev).uniform_(-1, 1) for _ in range(self.sets)]
@@ -246,7 +250,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
         del pre
         data.d_plain.fill_(float("nan"))
         plain_plan.execute(alpha_args[0], handle)
-        errors["eager_rel_err"] = rel_error(eager_glu(torch, data.d_plain, data.prob), ref)
+        errors["eager_rel_err"] = rel_error(eager_glu(torch, data.d_plain, data.prob_bf16), ref)
         errors["eager_noprob_rel_err"] = rel_error(swiglu_blocks(torch, data.d_plain), ref_noprob)
         mm = torch._grouped_mm(data.a[0], data.bt[0], offs=data.offs, out_dtype=torch.bfloat16)
         errors["compiled_rel_err"] = rel_error(compiled_act(mm, data.alpha_rows, data.prob), ref)
@@ -372,7 +376,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
             ("glu", lambda s: glu_plan.execute(glu_args[s], handle)),
             ("plain", lambda s: plain_plan.execute(plain_args[s], handle)),
             ("plain_eager", lambda s: (plain_plan.execute(alpha_args[s], handle),
-                                       eager_glu(torch, data.d_plain, data.prob))),
+                                       eager_glu(torch, data.d_plain, data.prob_bf16))),
             ("mm_compiled", lambda s: compiled_act(torch._grouped_mm(
                 data.a[s], data.bt[s], offs=data.offs, out_dtype=torch.bfloat16), data.alpha_rows, data.prob)),
             ("glu_noprob", lambda s: noprob_plan.execute(noprob_args[s], handle)),
