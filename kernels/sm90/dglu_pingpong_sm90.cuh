@@ -1,23 +1,21 @@
 // dGLU through TMA (Config::kTmaStoreDglu), the ping-pong kernels: each math warpgroup computes
 // a whole 128 x 128 (or 128 x 192) tile of R and runs its epilogue while the other warpgroup's
-// MMAs keep the tensor cores busy. The epilogue stages the saved bf16 pre-activation through
+// MMAs keep the tensor cores busy. The epilogue stages the saved bf16 pre-activation through two
 // atom buffers of its own (epilogue_layout.h's atom: 64 rows x 128 bytes, 128-byte swizzled; one
 // TMA box of {64 columns, 64 rows}), so that the other warpgroup's main loop keeps every stage of
-// the ring. With B buffers (Config::kDgluAtoms: 3, or 2 where the stages leave no room):
-//   1. the warpgroup's thread 0 loads the tile's first B - 1 atoms by TMA before its main loop,
-//      and atom a + B - 1 as atom a's turn comes, once the buffer's last TMA store has read it
-//      (the store of atom a - 1): each load has B - 1 atoms' work to land in, where its latency
-//      from memory is several times one atom's work;
+// the ring:
+//   1. the warpgroup's thread 0 loads atom a + 1 by TMA while atom a is worked on, once the
+//      buffer's last TMA store has read it;
 //   2. every warp reads its gate and up pairs with ldmatrix (the accumulator layout), computes
 //      d_gate and d_up and writes them back in place with stmatrix: d_pre has the pre-activation's
 //      layout, so the buffer becomes the atom's d_pre;
 //   3. thread 0 stores the atom by TMA (D's map: dims {2N, M}).
 // The atoms go block by block, each R 32-column block's top 64 rows, then its bottom 64 (the
-// pre-activation's 64 columns 2 n_begin + 64 block ..); atom a in buffer a mod B. The tile's rows
-// are prefetched into the L2 when it starts, so the loads find them there; or (Config::kPreL2,
-// PreL2) not prefetched, and the loads of step 1 and the stores of step 3 carry an L2
-// evict-first policy (DgluStreams). The pre-activation's tensor map fetches only each load's own
-// rows into the L2 (no promotion: src/tensor_map.cpp).
+// pre-activation's 64 columns 2 n_begin + 64 block ..): a half's atoms always use the same
+// buffer. The tile's rows are prefetched into the L2 when it starts, so the loads find them
+// there; or (Config::kPreL2, PreL2) not prefetched, and the loads of step 1 and the stores of
+// step 3 carry an L2 evict-first policy (DgluStreams). The pre-activation's tensor map fetches
+// only each load's own rows into the L2 (no promotion: src/tensor_map.cpp).
 //
 // The arithmetic and the order of d_prob's sums are store_dglu_output's (epilogue_sm90.cuh,
 // dglu_pair): the same bits as the other dGLU designs. Bank conflicts: each 8 x 8 matrix of an
@@ -45,8 +43,8 @@
 
 namespace ggemm::sm90 {
 
-// Atom buffers per math warpgroup, at most (Config::kDgluAtoms).
-constexpr int kDgluMaxBufferAtoms = 3;
+// Atom buffers per math warpgroup.
+constexpr int kDgluBufferAtoms = 2;
 
 // How the saved pre-activation and d_pre pass the L2. kPrefetchAtStart: a tile's pre-activation
 // is prefetched into the L2 (prefetch_dglu_tile) when the tile starts, and the loads find it
@@ -67,16 +65,11 @@ struct DgluRowsEpilogue {
     int32_t width;      // R's columns of this tile or piece
 };
 
-// The warpgroup's kAtoms atom buffers, their barriers and the phase each completes next: one base
-// address each and a bit per buffer, which leaves the registers of the math warps (240, most of
-// them the 192 accumulators) unspilled.
-template <int kAtoms>
+// The warpgroup's atom buffers, their barriers and the phase each completes next.
 struct DgluBuffers {
-    static_assert(kAtoms >= 2 && kAtoms <= kDgluMaxBufferAtoms, "one atom worked on while the next loads");
-    uint8_t* atoms;     // kAtoms buffers in a row (a generic address: TMA takes it)
-    uint64_t* full;     // their kAtoms barriers in a row
-    uint32_t parities;  // bit b: the parity of buffer b's next phase
-    __device__ __forceinline__ uint8_t* atom(int b) const { return atoms + b * kAtomBytes; }
+    uint8_t* atom[kDgluBufferAtoms];  // generic addresses: TMA takes them
+    uint64_t* full[kDgluBufferAtoms];
+    uint32_t parity[kDgluBufferAtoms];
     const CUtensorMap* pre_map;
     const CUtensorMap* d_map;
     uint32_t barrier;  // the warpgroup's named barrier
@@ -115,33 +108,22 @@ __device__ __forceinline__ uint32_t float2_to_bf16_bits(float2 v) {
     return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Step 1, by thread 0: the tile's atom `atom` (R's block atom / 2, 64-row half atom % 2) into
-// buffer atom mod kAtoms, once every store has read its buffer (stores go out in atom order, so
-// the buffer's last one is among them).
-template <int kAtoms, bool kEvictFirst>
-__device__ __forceinline__ void load_pre_atom(const DgluRowsEpilogue& e, const DgluBuffers<kAtoms>& buf,
-                                              const DgluStreams<kEvictFirst>& streams, int atom) {
-    const int b = atom % kAtoms;
+// Step 1, by thread 0: the atom of R's block `block` and the tile's 64-row half `half` into
+// buffer `half`, once every store has read its buffer (stores go out in atom order, so the
+// buffer's last one is among them).
+template <bool kEvictFirst>
+__device__ __forceinline__ void load_pre_atom(const DgluRowsEpilogue& e, const DgluBuffers& buf,
+                                              const DgluStreams<kEvictFirst>& streams, int block, int half) {
     ptx::tma_store_wait_read<0>();
-    ptx::mbarrier_arrive_expect_tx(buf.full + b, kAtomBytes);
-    streams.load(buf.atom(b), buf.pre_map, buf.full + b, 2 * e.n_begin + (atom / 2) * kAtomColumns,
-                 static_cast<int32_t>(e.row_begin) + (atom % 2) * kSliceRows);
-}
-
-// Step 1's first loads, by thread 0 before the tile's main loop: they land while its MMAs run.
-// Every tile has two atoms or more (a whole R block).
-template <int kAtoms, bool kEvictFirst>
-__device__ __forceinline__ void preload_pre_atoms(const DgluRowsEpilogue& e, const DgluBuffers<kAtoms>& buf) {
-    if (threadIdx.x % 128 != 0) return;
-    const DgluStreams<kEvictFirst> streams;
-#pragma unroll
-    for (int atom = 0; atom < kAtoms - 1; ++atom) load_pre_atom(e, buf, streams, atom);
+    ptx::mbarrier_arrive_expect_tx(buf.full[half], kAtomBytes);
+    streams.load(buf.atom[half], buf.pre_map, buf.full[half], 2 * e.n_begin + block * kAtomColumns,
+                 static_cast<int32_t>(e.row_begin) + half * kSliceRows);
 }
 
 // Steps 1-3 for the whole tile: acc[0 .. kTileN / 2) are rows 0-63, acc[kTileN / 2 .. kTileN)
 // rows 64-127.
-template <int32_t kActivation, int kTileN, int kAtoms, bool kEvictFirst>
-__device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, DgluBuffers<kAtoms>& buf,
+template <int32_t kActivation, int kTileN, bool kEvictFirst>
+__device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, DgluBuffers& buf,
                                                     const float (&acc)[kTileN]) {
     const DgluStreams<kEvictFirst> streams;
     constexpr int kGroupsPerBlock = kGluBlockColumns / 8;
@@ -151,12 +133,12 @@ __device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, D
     const int warp = thread / 32;
     const int lane = thread % 32;
     const int32_t n_end = e.n_begin + e.width < t.n ? e.n_begin + e.width : t.n;
-    const int atoms = 2 * ((n_end - e.n_begin + kGluBlockColumns - 1) / kGluBlockColumns);  // this tile's
     // ldmatrix / stmatrix: lane l addresses row warp * 16 + l % 8 of matrix l / 8 (R group l / 8),
     // chunk l / 8 of the gate columns or + 4 of the up ones; row + 8 is 1024 bytes on.
     const int lane_row = warp * 16 + lane % 8;
     const uint32_t gate_offset = slice_offset(lane_row, (lane / 8) * 16);
     const uint32_t up_offset = slice_offset(lane_row, (lane / 8) * 16 + kGluBlockColumns * 2);
+    if (thread == 0) load_pre_atom(e, buf, streams, 0, 0);
     float prob_sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};  // [tile half][row half]
 #pragma unroll
     for (int block = 0; block < kBlocks; ++block) {
@@ -165,12 +147,16 @@ __device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, D
         const bool last_block = r_col0 + kGluBlockColumns >= n_end;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int index = 2 * block + h;  // the atom's, in the tile
-            const int b = index % kAtoms;
-            if (thread == 0 && index + kAtoms - 1 < atoms) load_pre_atom(e, buf, streams, index + kAtoms - 1);
-            ptx::mbarrier_wait(buf.full + b, (buf.parities >> b) & 1u);
-            buf.parities ^= 1u << b;
-            const uint32_t atom = ptx::smem_addr(buf.atom(b));
+            if (thread == 0) {
+                if (h == 0) {
+                    load_pre_atom(e, buf, streams, block, 1);
+                } else if (!last_block) {
+                    load_pre_atom(e, buf, streams, block + 1, 0);
+                }
+            }
+            ptx::mbarrier_wait(buf.full[h], buf.parity[h]);
+            buf.parity[h] ^= 1;
+            const uint32_t atom = ptx::smem_addr(buf.atom[h]);
             uint4 gate_bits[2], up_bits[2];  // [row half]: groups 0-3 in x, y, z, w
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
@@ -204,7 +190,7 @@ __device__ __forceinline__ void store_dglu_pingpong(const DgluRowsEpilogue& e, D
             ptx::fence_proxy_async_shared();  // the warp's d_pre writes, before the TMA reads them
             ptx::named_barrier_sync(buf.barrier, 128);
             if (thread == 0) {
-                streams.store(buf.d_map, buf.atom(b), 2 * e.n_begin + block * kAtomColumns,
+                streams.store(buf.d_map, buf.atom[h], 2 * e.n_begin + block * kAtomColumns,
                               static_cast<int32_t>(e.row_begin) + h * kSliceRows);
                 ptx::tma_store_commit();
             }
@@ -224,13 +210,13 @@ __device__ __forceinline__ void prefetch_dglu_tile(const DgluRowsEpilogue& e) {
     }
 }
 
-template <int kTileN, int kAtoms, bool kEvictFirst>
-__device__ __forceinline__ void store_dglu_pingpong_tile(const DgluRowsEpilogue& e, DgluBuffers<kAtoms>& buf,
+template <int kTileN, bool kEvictFirst>
+__device__ __forceinline__ void store_dglu_pingpong_tile(const DgluRowsEpilogue& e, DgluBuffers& buf,
                                                          const float (&acc)[kTileN]) {
     if (e.t.activation == kActivationSwiglu) {
-        store_dglu_pingpong<kActivationSwiglu, kTileN, kAtoms, kEvictFirst>(e, buf, acc);
+        store_dglu_pingpong<kActivationSwiglu, kTileN, kEvictFirst>(e, buf, acc);
     } else {
-        store_dglu_pingpong<kActivationClampedGeglu, kTileN, kAtoms, kEvictFirst>(e, buf, acc);
+        store_dglu_pingpong<kActivationClampedGeglu, kTileN, kEvictFirst>(e, buf, acc);
     }
 }
 

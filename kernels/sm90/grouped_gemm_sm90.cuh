@@ -95,12 +95,8 @@ struct Config {
     // math warpgroup a whole tile in turn; the saved pre-activation comes in by TMA into the
     // warpgroup's atom buffers, becomes d_pre in place and leaves by TMA (dglu_pingpong_sm90.cuh).
     static constexpr bool kTmaStoreDglu = kOutput == Output::kTmaStore && kStoreColumns == 2 * kTileN;
-    // dGLU's pre-activation atom buffers per math warpgroup, loaded and stored by TMA in turn
-    // (dglu_pingpong_sm90.cuh): three where the stages leave room (192 wide, 4 stages), two beside
-    // the 128-wide kernels' 6 stages.
-    static constexpr int kDgluAtoms = kTileN == 192 ? kDgluMaxBufferAtoms : 2;
-    // Per math warpgroup: the output buffer's atoms, or dGLU's pre-activation atoms.
-    static constexpr int kBufferAtoms = kTmaStoreDglu ? kDgluAtoms : kStoreAtoms;
+    // Per math warpgroup; dGLU's: two pre-activation atoms, loaded and stored by TMA in turn.
+    static constexpr int kBufferAtoms = kTmaStoreDglu ? kDgluBufferAtoms : kStoreAtoms;
     // The math warps that read each stage: both warpgroups (each its 64 rows of the tile), or
     // in dGLU through TMA the one warpgroup whose tile it is (compute_dglu_tiles).
     static constexpr int kStageReaderWarps = kTmaStoreDglu ? 4 : kMathWarpgroups * 4;
@@ -258,19 +254,19 @@ struct OutputStorage<Cfg, Output::kTmaStore, false> {
 };
 template <class Cfg>
 struct OutputStorage<Cfg, Output::kTmaStore, true> {
-    alignas(1024) uint8_t pre[Cfg::kMathWarpgroups][Cfg::kDgluAtoms][kAtomBytes];
+    alignas(1024) uint8_t pre[Cfg::kMathWarpgroups][kDgluBufferAtoms][kAtomBytes];
 };
 
 // dGLU's ping-pong (compute_dglu_tiles): turn[w] completes when the warpgroup before w in the
 // tile order has passed every full-barrier wait of its tile's main loop (one arrival per warp);
 // pre_full[w][b] when warpgroup w's atom buffer b has its TMA load. Other kernels have none.
-template <int kAtoms>
+template <bool kPingPong>
 struct DgluBarriers {
     uint64_t turn[2];
-    uint64_t pre_full[2][kAtoms];
+    uint64_t pre_full[2][kDgluBufferAtoms];
 };
 template <>
-struct DgluBarriers<0> {};
+struct DgluBarriers<false> {};
 
 template <class Cfg>
 struct SharedStorage {
@@ -292,7 +288,7 @@ struct SharedStorage {
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
     uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
-    DgluBarriers<Cfg::kTmaStoreDglu ? Cfg::kDgluAtoms : 0> dglu;  // dGLU's ping-pong (compute_dglu_tiles)
+    DgluBarriers<Cfg::kTmaStoreDglu> dglu;      // dGLU's ping-pong (compute_dglu_tiles)
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
@@ -1234,10 +1230,13 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
     uint32_t stage = 0, phase = 0;
     uint32_t taken = 0;  // tiles with columns (a piece wholly past N has no stages)
     uint32_t turns = 0;  // this warpgroup's waits on its turn barrier
-    DgluBuffers<Cfg::kDgluAtoms> buf;
-    buf.atoms = s.output.pre[warpgroup][0];
-    buf.full = s.dglu.pre_full[warpgroup];
-    buf.parities = 0;
+    DgluBuffers buf;
+#pragma unroll
+    for (int b = 0; b < kDgluBufferAtoms; ++b) {
+        buf.atom[b] = s.output.pre[warpgroup][b];
+        buf.full[b] = &s.dglu.pre_full[warpgroup][b];
+        buf.parity[b] = 0;
+    }
     buf.pre_map = pre_map;
     buf.d_map = d_map;
     buf.barrier = static_cast<uint32_t>(NamedBarrier::kEpilogue) + warpgroup;
@@ -1272,10 +1271,9 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         e.n_begin = tile.n_begin;
         e.width = tile.n_width;
         if constexpr (Cfg::kPreL2 == PreL2::kPrefetchAtStart) prefetch_dglu_tile<Cfg::kTileN>(e);
-        preload_pre_atoms<Cfg::kDgluAtoms, Cfg::kPreL2 == PreL2::kEvictFirst>(e, buf);
         dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
-        store_dglu_pingpong_tile<Cfg::kTileN, Cfg::kDgluAtoms, Cfg::kPreL2 == PreL2::kEvictFirst>(e, buf, acc);
+        store_dglu_pingpong_tile<Cfg::kTileN, Cfg::kPreL2 == PreL2::kEvictFirst>(e, buf, acc);
     }
 }
 
@@ -1366,7 +1364,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         if constexpr (Cfg::kTmaStoreDglu) {
             for (int w = 0; w < Cfg::kMathWarpgroups; ++w) {
                 ptx::mbarrier_init(&s.dglu.turn[w], Cfg::kMathWarps / Cfg::kMathWarpgroups);
-                for (int b = 0; b < Cfg::kDgluAtoms; ++b) ptx::mbarrier_init(&s.dglu.pre_full[w][b], 1);
+                for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.dglu.pre_full[w][b], 1);
             }
         }
         s.status = 0;
