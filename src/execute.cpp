@@ -16,28 +16,27 @@
 namespace ggemm {
 namespace {
 
-// The maps of this thread's last call, by plan, address, M and whether the call has valid-row
-// counts: a steady state of calls on the same buffers (weights rarely move; activations and
-// outputs are often reused) encodes each map once. A map depends on nothing else: shape, box and
-// swizzle come from the plan (A's box from the counts too: KernelVariant::a_box_rows_counted).
-// Per thread, so plans stay immutable and execute takes no lock.
+// The maps of this thread's last call, by plan, address and M: a steady state of calls on the
+// same buffers (weights rarely move; activations and outputs are often reused) encodes each map
+// once. A map depends on nothing else: shape, box and swizzle come from the plan, except A's box,
+// which calls with valid-row counts may take smaller (KernelVariant::a_box_rows_counted): their A
+// map has a slot of its own. Per thread, so plans stay immutable and execute takes no lock.
 struct LastMap {
     uint64_t plan_serial = 0;  // 0: empty (plan serials start at 1)
     const void* address = nullptr;
     int64_t m = 0;
-    bool counted = false;
     CUtensorMap map;
 };
 thread_local LastMap t_a_map;
+thread_local LastMap t_a_counted_map;
 thread_local LastMap t_b_map;
 thread_local LastMap t_d_map;
 thread_local LastMap t_pre_map;
 
 template <class MakeShape>
-ggemm_status_t cached_map(LastMap& last, const ggemm_plan& plan, const void* address, int64_t m, bool counted,
+ggemm_status_t cached_map(LastMap& last, const ggemm_plan& plan, const void* address, int64_t m,
                           const char* operand, MakeShape make_shape, CUtensorMap* map) noexcept {
-    if (plan.serial != 0 && last.plan_serial == plan.serial && last.address == address && last.m == m &&
-        last.counted == counted) {
+    if (plan.serial != 0 && last.plan_serial == plan.serial && last.address == address && last.m == m) {
         *map = last.map;
         return GGEMM_SUCCESS;
     }
@@ -46,7 +45,6 @@ ggemm_status_t cached_map(LastMap& last, const ggemm_plan& plan, const void* add
         last.plan_serial = plan.serial;
         last.address = address;
         last.m = m;
-        last.counted = counted;
         last.map = *map;
     }
     return status;
@@ -59,13 +57,13 @@ ggemm_status_t encode_maps(const ggemm_plan& plan, const ggemm_args& args, Launc
     const KernelVariant& variant = plan.variant;
     const bool counted = args.valid_rows != nullptr;
     ggemm_status_t status = cached_map(
-        t_a_map, plan, args.a, args.m, counted, "A",
+        counted ? t_a_counted_map : t_a_map, plan, args.a, args.m, "A",
         [&] { return a_map_shape(args.a, args.m, desc.k, variant, counted); }, &params->a_map);
     if (status != GGEMM_SUCCESS) return status;
     const bool dense = desc.weight_mode == GGEMM_WEIGHTS_DENSE;
     const void* b_address = dense ? args.b : b_template_placeholder(args.b_ptrs);
     status = cached_map(
-        t_b_map, plan, b_address, 0, false, "B",
+        t_b_map, plan, b_address, 0, "B",
         [&] {
             return dense ? b_dense_map_shape(b_address, desc.n, desc.k, desc.num_experts, variant)
                          : b_template_map_shape(b_address, desc.n, desc.k, variant);
@@ -73,12 +71,12 @@ ggemm_status_t encode_maps(const ggemm_plan& plan, const ggemm_args& args, Launc
         &params->b_map);
     if (status != GGEMM_SUCCESS || variant.d_box_rows == 0) return status;
     status = cached_map(
-        t_d_map, plan, args.d, args.m, false, "D",
+        t_d_map, plan, args.d, args.m, "D",
         [&] { return d_map_shape(args.d, args.m, desc.n, desc.activation, desc.glu_backward, variant); },
         &params->d_map);
     if (status != GGEMM_SUCCESS || !variant.tma_dglu) return status;
     return cached_map(
-        t_pre_map, plan, args.glu_pre, args.m, false, "the saved pre-activation",
+        t_pre_map, plan, args.glu_pre, args.m, "the saved pre-activation",
         [&] { return pre_map_shape(args.glu_pre, args.m, desc.n, variant); }, &params->pre_map);
 }
 
