@@ -101,9 +101,11 @@ def swiglu_blocks(torch, pre):
     return (torch.nn.functional.silu(v[:, :, 0]) * v[:, :, 1]).reshape(m, n // 2)
 
 
-def glu_reference(torch, pre, alpha_rows, prob):
-    """The fused forward's D in fp32 from the unscaled pre-activation: prob * SwiGLU(alpha * pre)."""
-    return swiglu_blocks(torch, pre.float() * alpha_rows[:, None]) * prob[:, None]
+def glu_reference(torch, pre, alpha_rows, prob=None):
+    """The fused forward's D in fp32 from the unscaled pre-activation: prob * SwiGLU(alpha * pre)
+    (without prob: SwiGLU(alpha * pre))."""
+    d = swiglu_blocks(torch, pre.float() * alpha_rows[:, None])
+    return d if prob is None else d * prob[:, None]
 
 
 def eager_glu(torch, c, prob):
@@ -243,7 +245,7 @@ def run_case(torch, lib, case, opts, stream, compiled_act, alt_libs):
         except Exception:  # noqa: BLE001
             pre = torch._grouped_mm(data.a[0], data.bt[0], offs=data.offs, out_dtype=torch.bfloat16).float()
         ref = glu_reference(torch, pre, data.alpha_rows, data.prob)
-        ref_noprob = swiglu_blocks(torch, pre * data.alpha_rows[:, None])
+        ref_noprob = glu_reference(torch, pre, data.alpha_rows)
         torch.cuda.synchronize()
         status = int(data.status.item()) & 0xFFFFFFFF
         errors = {"rel_err": rel_error(data.d_glu, ref), "noprob_rel_err": rel_error(data.d_glu_noprob, ref_noprob)}
