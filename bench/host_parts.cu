@@ -78,7 +78,7 @@ struct KernelArgsBytes {
     alignas(8) unsigned char bytes[sizeof(ggemm::KernelArgs)];
 };
 
-// The dynamic shared memory of the 128 x 256 SM90 kernel (src/variants_sm90.cu, its plan's
+// The dynamic shared memory of the 128 x 256 SM90 kernel (src/variants_sm90_wide.cu, its plan's
 // description), above the 48 KB default: the launch carries an opt-in size.
 constexpr int kGemmSmemBytes = 222208;
 

@@ -5,7 +5,8 @@
 // cudaLaunchKernelEx; either returns that launch's own error.
 //
 // Host code, but templates over the kernels: only the translation units that instantiate the
-// kernels (src/variants_sm90.cu, src/variants_sm100.cu) include it, hence .cuh.
+// kernels (src/variants_sm90_*.cu through src/variants_sm90.cuh, src/variants_sm100.cu) include
+// it, hence .cuh.
 #pragma once
 
 #include "kernels/common/glu_reduce.cuh"

@@ -203,7 +203,7 @@ std::string describe_plan(const ggemm_plan& plan, const std::vector<Candidate>& 
     } else {
         appendf(&text, "output: D stored by TMA from a tile buffer in shared memory\n");
     }
-    // SM90's plain-epilogue and GLU kernel instances (src/variants_sm90.cu): which calls run them.
+    // SM90's plain-epilogue and GLU kernel instances (src/variants_sm90.cuh): which calls run them.
     if (variant.arch == 90 && !variant.tma_dglu) {
         if (variant.glu_instance && desc.activation != GGEMM_ACTIVATION_NONE) {
             appendf(&text,

@@ -5,9 +5,23 @@
 
 namespace ggemm {
 
-// Defined in src/variants_sm90.cu (compiled for sm_90a only) and src/variants_sm100.cu
-// (sm_100a only), the translation units that instantiate the kernels.
+// Defined in src/variants_sm90.cpp (the SM90 families below, in the planner's order) and
+// src/variants_sm100.cu (compiled for sm_100a only, the translation unit that instantiates the
+// SM100 kernels).
 const KernelVariant* sm90_variants(int* count);
 const KernelVariant* sm100_variants(int* count);
+
+// One family of SM90 variants, defined in the translation unit that instantiates its kernels
+// (src/variants_sm90_<family>.cu, compiled for sm_90a only).
+struct VariantFamily {
+    const KernelVariant* items;
+    int count;
+};
+VariantFamily sm90_wide_variants();
+VariantFamily sm90_narrow_variants();
+VariantFamily sm90_tma_store_variants();
+VariantFamily sm90_nmajor_variants();
+VariantFamily sm90_cluster_variants();
+VariantFamily sm90_dglu_variants();
 
 }  // namespace ggemm

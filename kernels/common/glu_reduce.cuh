@@ -6,8 +6,8 @@
 // rows get 0.
 //
 // The body is here; each architecture's translation unit defines its own __global__ around it
-// (src/variants_sm90.cu, src/variants_sm100.cu): one kernel defined in a header that both include
-// would be defined twice in the library.
+// (src/variants_sm90_dglu.cu, src/variants_sm100.cu): one kernel defined in a header that both
+// include would be defined twice in the library.
 #pragma once
 
 #include <cstdint>

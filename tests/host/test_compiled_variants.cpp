@@ -5,11 +5,13 @@
 // tile-width table (src/heuristics.cpp) is an estimate never measured on SM100; no test pins it.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 
 #include "kernels/common/contract.h"
 
 #include "src/plan.h"
+#include "src/variants.h"
 #include "src/workspace.h"
 #include "tests/host/test_fakes.h"
 
@@ -34,6 +36,30 @@ TEST_CASE("compiled variants: each architecture plans with its own kernels") {
     CHECK(ggemm::compiled_variants(100).count >= 1);
     CHECK(chosen(valid_desc(), sm90_device(), 90).rfind("sm90_", 0) == 0);
     CHECK(chosen(valid_desc(), sm100_device(), 100).rfind("sm100_", 0) == 0);
+}
+
+TEST_CASE("compiled variants: SM90's table is its families in order, every variant once") {
+    // The families are defined beside their kernels (src/variants_sm90_*.cu); the table the
+    // planner reads puts them together (src/variants_sm90.cpp).
+    const ggemm::VariantFamily families[] = {ggemm::sm90_wide_variants(),    ggemm::sm90_narrow_variants(),
+                                             ggemm::sm90_tma_store_variants(), ggemm::sm90_nmajor_variants(),
+                                             ggemm::sm90_cluster_variants(), ggemm::sm90_dglu_variants()};
+    const ggemm::VariantList table = ggemm::compiled_variants(90);
+    CHECK(table.count == 26);
+    std::set<std::string> names;
+    int at = 0;
+    for (const ggemm::VariantFamily& family : families) {
+        CHECK(family.count > 0);
+        for (int i = 0; i < family.count; ++i, ++at) {
+            REQUIRE(at < table.count);
+            CHECK(std::string(table.items[at].name) == family.items[i].name);
+            CHECK((table.items[at].launch == family.items[i].launch));
+            CHECK(table.items[at].arch == 90);
+            names.insert(family.items[i].name);
+        }
+    }
+    CHECK(at == table.count);
+    CHECK(static_cast<int>(names.size()) == table.count);
 }
 
 TEST_CASE("compiled variants: with valid-row counts SM90's two-warpgroup kernels load A in half boxes") {
