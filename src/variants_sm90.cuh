@@ -15,9 +15,12 @@
 
 namespace ggemm {
 
-// dGLU: d_prob from the GEMM's partial sums (kernels/common/glu_reduce.cuh); defined in
-// src/variants_sm90_dglu.cu, launched after every dGLU GEMM.
-__global__ void reduce_d_prob(const float* partials, int64_t blocks, int64_t m, float* d_prob);
+// dGLU: d_prob from the GEMM's partial sums (kernels/common/glu_reduce.cuh), launched after every
+// dGLU GEMM. Static, as build_weight_maps: each translation unit launches a copy of its own.
+static __global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(const float* partials, int64_t blocks,
+                                                                            int64_t m, float* d_prob) {
+    reduce_d_prob_row(partials, blocks, m, d_prob);
+}
 
 namespace sm90 {
 

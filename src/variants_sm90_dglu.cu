@@ -4,15 +4,10 @@
 // stages at 128 columns of R and four at 192. 192 columns: a sixth less operand traffic per
 // output than 128 ((128 + 192) / (128 x 192) against 2 / 128). kPreL2: how the pre-activation and
 // d_pre pass the L2 (sm90::PreL2); evict-first on N-major weights, the layout of a dgrad's, where
-// it was measured. And the reduction of d_prob's partial sums that follows every dGLU GEMM.
+// it was measured.
 #include "src/variants_sm90.cuh"
 
 namespace ggemm {
-
-__global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(const float* partials, int64_t blocks,
-                                                                     int64_t m, float* d_prob) {
-    reduce_d_prob_row(partials, blocks, m, d_prob);
-}
 
 namespace {
 

@@ -5,9 +5,9 @@
 // Partials of rows no expert computes stay at the zero the host wrote before the GEMM, so those
 // rows get 0.
 //
-// The body is here; each architecture's translation unit defines its own __global__ around it
-// (src/variants_sm90_dglu.cu, src/variants_sm100.cu): one kernel defined in a header that both
-// include would be defined twice in the library.
+// The body is here; each architecture defines its own __global__ around it (src/variants_sm90.cuh,
+// src/variants_sm100.cu): one kernel of external linkage defined in a header that both include
+// would be defined twice in the library.
 #pragma once
 
 #include <cstdint>
