@@ -24,7 +24,7 @@ static __global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(cons
 
 namespace sm90 {
 
-// The kernel of an instance (Cfg, PlainEpilogue<Cfg>, ...), for cudaFuncSetAttribute.
+// The kernel of an instance (Cfg or PlainEpilogue<Cfg>), for cudaFuncSetAttribute.
 template <class Cfg>
 const void* kernel_of() {
     if constexpr (Cfg::kTmaStoreDglu) {
@@ -36,17 +36,8 @@ const void* kernel_of() {
     }
 }
 
-// Which variants have a GuessedStart instance (grouped_gemm_sm90.cuh): the one-CTA K-major
-// warp-store kernels up to 128 wide, the tiles that the planner gives a single expert of a few
-// hundred rows, whose calls run one tile per SM.
-template <class Cfg>
-constexpr bool kHasGuessedStart = Cfg::kOutput == Output::kWarpStores && Cfg::kClusterM == 1 &&
-                                  Cfg::kWeightLayout == kKMajor && Cfg::kTileN <= 128;
-
-// Each variant but dGLU's is two kernel instances or more: Cfg for every epilogue, PlainEpilogue<Cfg>
-// for the plain one, GuessedStart<Cfg> (kHasGuessedStart) for plain calls of one expert, and
-// GluEpilogue<Cfg> (kGluOverlap) for the fused GLU (grouped_gemm_sm90.cuh). They share the
-// shared-memory size.
+// Each variant but dGLU's is two kernel instances: Cfg for every epilogue, PlainEpilogue<Cfg> for
+// the plain one (grouped_gemm_sm90.cuh). They share the shared-memory size.
 template <class Cfg>
 cudaError_t prepare() {
     const cudaError_t error =
@@ -56,12 +47,6 @@ cudaError_t prepare() {
     } else {
         static_assert(kSmemBytes<PlainEpilogue<Cfg>> == kSmemBytes<Cfg>, "one size for both instances");
         if (error != cudaSuccess) return error;
-        if constexpr (kHasGuessedStart<Cfg>) {
-            static_assert(kSmemBytes<GuessedStart<Cfg>> == kSmemBytes<Cfg>, "one size for every instance");
-            const cudaError_t guessed = cudaFuncSetAttribute(
-                kernel_of<GuessedStart<Cfg>>(), cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<Cfg>);
-            if (guessed != cudaSuccess) return guessed;
-        }
         if constexpr (kGluOverlap<Cfg>) {
             static_assert(kSmemBytes<GluEpilogue<Cfg>> == kSmemBytes<Cfg>, "one size for every instance");
             const cudaError_t glu = cudaFuncSetAttribute(
@@ -110,12 +95,6 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
                                                                              Cfg::kClusterM, stream);
     } else {
         if (plain_instance_serves(p.args, false)) {
-            if constexpr (kHasGuessedStart<Cfg>) {
-                if (guessed_start(p.args)) {
-                    return launch_gemm<grouped_gemm_sm90<GuessedStart<Cfg>>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
-                                                                            Cfg::kClusterM, stream);
-                }
-            }
             return launch_gemm<grouped_gemm_sm90<PlainEpilogue<Cfg>>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                      Cfg::kClusterM, stream);
         }

@@ -80,13 +80,4 @@ GGEMM_HD bool plain_epilogue(const KernelArgs& args, bool tma_store) {
            (tma_store || (args.c == nullptr && args.d_dtype == kBF16));
 }
 
-// Whether a call may load its first tile before reading its offsets (scheduler.h,
-// guessed_first_tile): one expert, dense weights (no pointer to check first), every row valid,
-// the static deal and K unsplit. The host launches the SM90 GuessedStart instances for such
-// plain calls, and those kernels test it again.
-GGEMM_HD bool guessed_start(const KernelArgs& args) {
-    return args.num_experts == 1 && args.weight_mode == kDense && args.valid_rows == nullptr &&
-           args.scheduler == kStatic && args.k_splits <= 1;
-}
-
 }  // namespace ggemm

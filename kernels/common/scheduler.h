@@ -255,35 +255,6 @@ struct GroupedTileScheduler {
     }
 };
 
-// A single expert's tile for work item `work_item`, mapped before its offset is read: as if the
-// expert held A's M rows rounded down to the segment alignment (in a call of one expert its
-// offset usually is exactly that). expert -1 where those rows leave no tile at the item. The
-// SM90 kernels' GuessedStart instance loads the first stages of this tile while the offset is on
-// its way, and keeps them only where the tile the offset gives has the same rows and columns
-// (same_tile_loads). Written out instead of a GroupedTileScheduler over one local offset: every
-// division here is by a constant, and nothing is read from memory.
-template <int kTileM, int kTileN>
-GGEMM_HD TileCoord guessed_first_tile(int64_t work_item, int64_t m, int32_t n, TailSplit tail, int32_t group_m) {
-    static_assert(kSegmentAlignment % kTileM == 0, "whole row blocks in an aligned row count");
-    const TileCoord none{-1, 0, 0, 0, 0, 0, 0};
-    const int64_t rows64 = m < INT32_MAX ? m : INT32_MAX;
-    const int32_t rows = rows64 < 0 ? 0 : static_cast<int32_t>(rows64 - rows64 % kSegmentAlignment);
-    const int32_t m_blocks = rows / kTileM;
-    const int32_t n_blocks = (n + kTileN - 1) / kTileN;
-    const SplitItem at = split_item(work_item, tail, kTileN);
-    if (at.tile >= int64_t{m_blocks} * n_blocks) return none;
-    const TilePosition p = raster_tile(at.tile, m_blocks, n_blocks, group_m);
-    return {0, p.m_block * kTileM, p.n_block * kTileN + at.column, at.width, rows, 0, static_cast<int32_t>(at.tile)};
-}
-
-// Whether loads issued for tile `guess` are the loads of `tile`: the same expert, A's rows and
-// B's columns (a tile's loads depend on nothing else; its valid rows and width only on what the
-// math warps compute and store).
-GGEMM_HD bool same_tile_loads(const TileCoord& tile, const TileCoord& guess) {
-    return tile.expert == guess.expert && tile.row_begin == guess.row_begin && tile.n_begin == guess.n_begin &&
-           tile.k_split == guess.k_split;
-}
-
 // A cluster of CTAs along M computes one schedule tile of (CTAs) x cta_rows rows together: every
 // CTA takes the same work item, and CTA `rank` its rows [row_begin + rank x cta_rows, + cta_rows)
 // on the tile's (or piece's) columns. One CTA: rank 0, the tile itself.
