@@ -312,3 +312,74 @@ TEST_CASE("scheduler: a cursor walked toward the next item between loads maps ev
     }
     CHECK(steps > 1000);
 }
+
+namespace {
+
+// guessed_first_tile against the scheduler, for one tile shape: with equal segments of M / L rows
+// (rounded down to the alignment) the guess is every CTA's first work item exactly (cut last
+// rounds included); with other offsets the guess stays inside A and B, and where same_tile_loads
+// accepts it, it loads the real tile. Returns how many guesses other offsets made wrong (the
+// kernels' pass-over path).
+template <int kM, int kN>
+int64_t check_guessed_first_tiles(std::mt19937& rng) {
+    int64_t wrong = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+        CAPTURE(trial);
+        const int32_t experts = trial % 3 == 0 ? 1 : 1 + static_cast<int32_t>(rng() % 40);
+        const int64_t segments = experts * (1 + static_cast<int64_t>(rng() % 3)) + static_cast<int64_t>(rng() % experts);
+        const int64_t m = 256 * segments;
+        const int32_t n = 16 * (1 + static_cast<int32_t>(rng() % 512));
+        const int grid = 1 + static_cast<int>(rng() % 140);
+        const int32_t rows = static_cast<int32_t>((m / experts) / 256 * 256);
+        std::vector<int32_t> equal(static_cast<size_t>(experts));
+        for (int32_t g = 0; g < experts; ++g) equal[static_cast<size_t>(g)] = (g + 1) * rows;
+        const int64_t tiles = experts * (rows / kM) * int64_t{(n + kN - 1) / kN};
+        const int32_t max_pieces = kN % 64 == 0 ? 4 : 1;
+        const ggemm::TailSplit tail = ggemm::choose_tail_split(tiles, grid, kN, max_pieces);
+        std::vector<int32_t> other = ggemm_fixtures::random_offsets(rng, experts);
+        for (auto& o : other) o = static_cast<int32_t>(std::min<int64_t>(o, m));
+        if (trial % 5 == 4) other[rng() % experts] += 1 + static_cast<int32_t>(rng() % 255);  // misaligned
+        for (int cta = 0; cta < grid; ++cta) {
+            const TileCoord guess = ggemm::guessed_first_tile<kM, kN>(cta, m, experts, n, tail, 16);
+            GroupedTileScheduler<kM, kN> exact(equal.data(), nullptr, m, experts, n, 16);
+            const TileCoord want = exact.item(cta, tail, 1);
+            CHECK(guess.expert == want.expert);
+            if (want.expert < 0) continue;
+            CHECK(guess.row_begin == want.row_begin);
+            CHECK(guess.n_begin == want.n_begin);
+            CHECK(guess.n_width == want.n_width);
+            CHECK(guess.row_end == want.row_end);
+            CHECK(guess.tile_index == want.tile_index);
+            CHECK(ggemm::same_tile_loads(want, guess));
+            CHECK(guess.row_begin + kM <= m);  // the guessed A rows exist whatever the offsets
+            CHECK((guess.n_begin < n || guess.n_width < kN));  // past N only a piece (the kernels load none)
+            GroupedTileScheduler<kM, kN> real_schedule(other.data(), nullptr, m, experts, n, 16);
+            const TileCoord real = real_schedule.item(cta, tail, 1);
+            if (ggemm::same_tile_loads(real, guess)) {
+                CHECK(real.expert == guess.expert);
+                CHECK(real.row_begin == guess.row_begin);
+                CHECK(real.n_begin == guess.n_begin);
+            } else {
+                ++wrong;
+            }
+        }
+    }
+    return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: the guessed first tile is the one equal segments of M / L rows give") {
+    std::mt19937 rng(29);
+    CHECK(check_guessed_first_tiles<128, 112>(rng) > 100);
+    CHECK(check_guessed_first_tiles<128, 128>(rng) > 100);
+    CHECK(check_guessed_first_tiles<128, 256>(rng) > 100);
+    CHECK(check_guessed_first_tiles<128, 32>(rng) > 100);
+    CHECK(check_guessed_first_tiles<64, 64>(rng) > 100);
+    // No tile at all: M below one segment, no experts, an item past the tiles.
+    CHECK(ggemm::guessed_first_tile<128, 112>(0, 0, 1, 7168, ggemm::TailSplit{0, 1}, 16).expert == -1);
+    CHECK(ggemm::guessed_first_tile<128, 112>(0, 256, 0, 7168, ggemm::TailSplit{0, 1}, 16).expert == -1);
+    CHECK(ggemm::guessed_first_tile<128, 112>(128, 256, 1, 7168, ggemm::TailSplit{128, 1}, 16).expert == -1);
+    // More experts than segments: no expert gets a whole one.
+    CHECK(ggemm::guessed_first_tile<128, 256>(0, 512, 3, 4096, ggemm::TailSplit{0, 1}, 16).expert == -1);
+}
