@@ -24,7 +24,7 @@ static __global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(cons
 
 namespace sm90 {
 
-// The kernel of an instance (Cfg, PlainEpilogue<Cfg>, ...), for cudaFuncSetAttribute.
+// The kernel of an instance (Cfg or PlainEpilogue<Cfg>), for cudaFuncSetAttribute.
 template <class Cfg>
 const void* kernel_of() {
     if constexpr (Cfg::kTmaStoreDglu) {
@@ -36,18 +36,8 @@ const void* kernel_of() {
     }
 }
 
-// Which variants have a GuessedStart instance (grouped_gemm_sm90.cuh): the one-CTA K-major
-// kernels that plan single experts of a few hundred rows (warp stores, up to 128 wide) and decode
-// layers (TMA stores), whose calls run one or a few tiles per SM.
-template <class Cfg>
-constexpr bool kHasGuessedStart =
-    Cfg::kClusterM == 1 && Cfg::kWeightLayout == kKMajor && !Cfg::kTmaStoreDglu &&
-    (Cfg::kOutput == Output::kTmaStore || Cfg::kTileN <= 128);
-
-// Each variant but dGLU's is two kernel instances or more: Cfg for every epilogue, PlainEpilogue<Cfg>
-// for the plain one, GuessedStart<Cfg> (kHasGuessedStart) for plain calls of one expert, and
-// GluEpilogue<Cfg> (kGluOverlap) for the fused GLU (grouped_gemm_sm90.cuh). They share the
-// shared-memory size.
+// Each variant but dGLU's is two kernel instances: Cfg for every epilogue, PlainEpilogue<Cfg> for
+// the plain one (grouped_gemm_sm90.cuh). They share the shared-memory size.
 template <class Cfg>
 cudaError_t prepare() {
     const cudaError_t error =
@@ -57,12 +47,6 @@ cudaError_t prepare() {
     } else {
         static_assert(kSmemBytes<PlainEpilogue<Cfg>> == kSmemBytes<Cfg>, "one size for both instances");
         if (error != cudaSuccess) return error;
-        if constexpr (kHasGuessedStart<Cfg>) {
-            static_assert(kSmemBytes<GuessedStart<Cfg>> == kSmemBytes<Cfg>, "one size for every instance");
-            const cudaError_t guessed = cudaFuncSetAttribute(
-                kernel_of<GuessedStart<Cfg>>(), cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<Cfg>);
-            if (guessed != cudaSuccess) return guessed;
-        }
         if constexpr (kGluOverlap<Cfg>) {
             static_assert(kSmemBytes<GluEpilogue<Cfg>> == kSmemBytes<Cfg>, "one size for every instance");
             const cudaError_t glu = cudaFuncSetAttribute(
@@ -98,12 +82,6 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
         return launch_reduce_d_prob<reduce_d_prob>(p.args, stream);
     } else if constexpr (Cfg::kOutput == Output::kTmaStore) {
         if (plain_instance_serves(p.args, true)) {
-            if constexpr (kHasGuessedStart<Cfg>) {
-                if (guessed_start(p.args)) {
-                    return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<GuessedStart<Cfg>>>(
-                        p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
-                }
-            }
             return launch_gemm_with_output_map<grouped_gemm_sm90_tma_store<PlainEpilogue<Cfg>>>(
                 p, Cfg::kThreads, kSmemBytes<Cfg>, Cfg::kClusterM, stream);
         }
@@ -117,12 +95,6 @@ cudaError_t launch(const LaunchParams& p, cudaStream_t stream) {
                                                                              Cfg::kClusterM, stream);
     } else {
         if (plain_instance_serves(p.args, false)) {
-            if constexpr (kHasGuessedStart<Cfg>) {
-                if (guessed_start(p.args)) {
-                    return launch_gemm<grouped_gemm_sm90<GuessedStart<Cfg>>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
-                                                                            Cfg::kClusterM, stream);
-                }
-            }
             return launch_gemm<grouped_gemm_sm90<PlainEpilogue<Cfg>>>(p, Cfg::kThreads, kSmemBytes<Cfg>,
                                                                      Cfg::kClusterM, stream);
         }

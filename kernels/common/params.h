@@ -80,15 +80,4 @@ GGEMM_HD bool plain_epilogue(const KernelArgs& args, bool tma_store) {
            (tma_store || (args.c == nullptr && args.d_dtype == kBF16));
 }
 
-// Whether a call loads its first tile before reading its offsets (scheduler.h, guessed_first_tile):
-// one expert, or experts of at most two segments each on average (decode layouts, whose calls
-// are short enough for their start to count), dense weights (no pointer to check first), every
-// row valid, the static deal and K unsplit. The host launches the SM90 GuessedStart instances
-// for such plain calls, and those kernels test it again.
-GGEMM_HD bool guessed_start(const KernelArgs& args) {
-    const bool decode_sized = args.num_experts == 1 || args.m <= int64_t{args.num_experts} * 2 * kSegmentAlignment;
-    return decode_sized && args.weight_mode == kDense && args.valid_rows == nullptr && args.scheduler == kStatic &&
-           args.k_splits <= 1;
-}
-
 }  // namespace ggemm

@@ -255,49 +255,6 @@ struct GroupedTileScheduler {
     }
 };
 
-// The tile of work item `work_item`, mapped before the offsets are read: as if the L experts held
-// equal segments, M / L rows each rounded down to the segment alignment (a single expert's call,
-// and a decode layout of one fixed capacity per expert, hold exactly that). expert -1 where those
-// segments leave no tile at the item. The SM90 kernels' GuessedStart instances load the first
-// stages of this tile while the offsets are on their way, and keep them only where the tile the
-// offsets give has the same expert, rows and columns (same_tile_loads). Written out instead of a
-// GroupedTileScheduler over guessed offsets: nothing is read from memory, and the one division by
-// a runtime value (the expert, past the first) is a 32-bit one where the numbers fit.
-template <int kTileM, int kTileN>
-GGEMM_HD TileCoord guessed_first_tile(int64_t work_item, int64_t m, int32_t num_experts, int32_t n, TailSplit tail,
-                                      int32_t group_m) {
-    static_assert(kSegmentAlignment % kTileM == 0, "whole row blocks in an aligned row count");
-    const TileCoord none{-1, 0, 0, 0, 0, 0, 0};
-    if (num_experts < 1 || m < kSegmentAlignment) return none;
-    const int64_t total = m < INT32_MAX ? m : INT32_MAX;  // the offsets are int32
-    const int64_t share = total / num_experts;
-    const int32_t rows = static_cast<int32_t>(share - share % kSegmentAlignment);
-    const int32_t m_blocks = rows / kTileM;
-    const int32_t n_blocks = (n + kTileN - 1) / kTileN;
-    const int64_t expert_tiles = int64_t{m_blocks} * n_blocks;
-    const SplitItem at = split_item(work_item, tail, kTileN);
-    if (expert_tiles == 0) return none;
-    int64_t expert = 0;
-    if (at.tile >= expert_tiles) {
-        expert = fits_uint32(at.tile) && fits_uint32(expert_tiles)
-                     ? static_cast<int64_t>(static_cast<uint32_t>(at.tile) / static_cast<uint32_t>(expert_tiles))
-                     : at.tile / expert_tiles;
-    }
-    if (expert >= num_experts) return none;
-    const TilePosition p = raster_tile(at.tile - expert * expert_tiles, m_blocks, n_blocks, group_m);
-    const int32_t begin = static_cast<int32_t>(expert) * rows;
-    return {static_cast<int32_t>(expert), begin + p.m_block * kTileM, p.n_block * kTileN + at.column, at.width,
-            begin + rows, 0, static_cast<int32_t>(at.tile)};
-}
-
-// Whether loads issued for tile `guess` are the loads of `tile`: the same expert, A's rows and
-// B's columns (a tile's loads depend on nothing else; its valid rows and width only on what the
-// math warps compute and store).
-GGEMM_HD bool same_tile_loads(const TileCoord& tile, const TileCoord& guess) {
-    return tile.expert == guess.expert && tile.row_begin == guess.row_begin && tile.n_begin == guess.n_begin &&
-           tile.k_split == guess.k_split;
-}
-
 // A cluster of CTAs along M computes one schedule tile of (CTAs) x cta_rows rows together: every
 // CTA takes the same work item, and CTA `rank` its rows [row_begin + rank x cta_rows, + cta_rows)
 // on the tile's (or piece's) columns. One CTA: rank 0, the tile itself.

@@ -106,9 +106,6 @@ struct Config {
     // fused GLU forward alone (GluEpilogue).
     static constexpr bool kPlainOnly = false;
     static constexpr bool kGluOnly = false;
-    // Whether the producer loads a single expert's first tile before its offset arrives
-    // (GuessedStart, below).
-    static constexpr bool kGuessFirstTile = false;
     // Whether the kernel fuses the GLU forward and dGLU epilogues: the narrower warp-store kernels.
     // The 256-wide one keeps its registers for the 128 accumulators and every other epilogue
     // (fused, it would spill); the 32-wide one holds no whole gate-and-up block pair.
@@ -206,31 +203,6 @@ struct PlainEpilogue : Cfg {
     static constexpr bool kSplitK = false;
     static constexpr bool kFusedGlu = false;
 };
-
-// The plain instance of a one-CTA kernel for plain calls that guessed_start allows (one expert or
-// decode-sized segments, dense weights, every row valid, static deal, K unsplit). Its producer
-// maps the CTA's first tile as if the experts held equal segments of A's rows
-// (guessed_first_tile) and loads that tile's first stages before the offsets are read; the
-// offsets then name the real first tile, and where its loads are the guessed ones they go on from
-// there. Otherwise the producer publishes a pass-over tile (kGuessMissed), whose stages the math
-// warps wait for and release without MMAs, then the real tiles. Without the guess a call of one
-// tile per SM issues its first load only once the offsets are in shared memory and mapped
-// (0.7-1.1 us and 1.6-1.9 us into the call at 0083612's kernels: docs/PERFORMANCE.md). Same
-// shared memory, same tiles, same results as the plain instance.
-template <class Cfg>
-struct GuessedStart : PlainEpilogue<Cfg> {
-    static_assert(Cfg::kClusterM == 1, "one CTA: a cluster's CTAs would have to agree on the guess");
-    static constexpr bool kGuessFirstTile = true;
-};
-
-// The tile a GuessedStart producer publishes when its guessed loads are not its first tile's.
-constexpr int32_t kGuessMissed = -2;
-
-// The k-blocks a GuessedStart producer loads before reading the offset: as many as the ring holds.
-template <class Cfg>
-__device__ __forceinline__ int32_t guessed_k_blocks(int32_t k_blocks) {
-    return k_blocks < Cfg::kStages ? k_blocks : Cfg::kStages;
-}
 
 // Whether a kernel has a GluEpilogue instance: the 256-wide one-CTA K-major kernel whose
 // TMA-store buffer is half the tile (a GLU tile's output: two atoms), one wgmma batch kept in
@@ -405,35 +377,6 @@ __device__ __forceinline__ void next_stage(uint32_t& stage, uint32_t& phase) {
     }
 }
 
-// A GuessedStart producer's loads before it reads the offset: the guessed tile and the k-blocks
-// loaded into stages 0 .. blocks - 1 (none: no guess).
-struct GuessedLoads {
-    TileCoord tile;
-    int32_t blocks;
-};
-
-// Issues them, into the fresh ring (every stage free: no wait), by one elected lane.
-template <class Cfg>
-__device__ __forceinline__ GuessedLoads load_guessed_tile(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
-                                                          const CUtensorMap* b_map, const KernelArgs& args) {
-    GuessedLoads guessed{};
-    if (!guessed_start(args)) return guessed;
-    guessed.tile = guessed_first_tile<Cfg::kScheduleTileM, Cfg::kTileN>(
-        first_static_item<Cfg>(), args.m, args.num_experts, args.n, args.tail, Cfg::kScheduleGroupM);
-    if (guessed.tile.expert < 0 || guessed.tile.n_begin >= args.n) return guessed;
-    guessed.blocks = guessed_k_blocks<Cfg>((args.k + Cfg::kBlockK - 1) / Cfg::kBlockK);
-    for (int32_t kb = 0; kb < guessed.blocks; ++kb) {
-        if (ptx::elect_one_sync()) {
-            auto& st = s.stages[kb];
-            const int32_t k = kb * Cfg::kBlockK;
-            ptx::mbarrier_arrive_expect_tx(&s.full[kb], Cfg::kABytes + Cfg::kBBytes);
-            ptx::tma_load_2d(st.a, a_map, &s.full[kb], k, guessed.tile.row_begin);
-            load_b<Cfg>(st.b, b_map, b_map, &s.full[kb], false, k, guessed.tile, 0);  // dense: the expert's slice
-        }
-    }
-    return guessed;
-}
-
 // The producer: run by every lane of one warp, which all walk the same schedule, so the loop's
 // state is warp-uniform and lives in uniform registers (walked by one thread, it was not, and
 // each TMA load sat in a loop moving its operands into uniform registers). One lane publishes the
@@ -443,7 +386,7 @@ __device__ __forceinline__ GuessedLoads load_guessed_tile(SharedStorage<Cfg>& s,
 template <class Cfg>
 __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const KernelArgs& args,
-                                        const int32_t* valid_rows, GuessedLoads guessed = {}) {
+                                        const int32_t* valid_rows) {
     const bool leader = threadIdx.x % 32 == 0;
     const bool discrete = args.weight_mode == kDiscrete;
     GroupedTileScheduler<Cfg::kScheduleTileM, Cfg::kTileN> schedule(
@@ -463,26 +406,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
     uint32_t stage = 0, phase = 0;
     const int32_t k_splits = Cfg::kSplitK ? args.k_splits : 1;
     const bool half_boxes = kHalfBoxesWithCounts<Cfg> && args.valid_rows != nullptr;  // A's map: 64-row boxes
-    // GuessedStart: the first tile's k-blocks already loaded, or the pass-over tile published in
-    // the ring's first slot, whose stages the math warps release.
-    uint32_t first_slot = 0;
-    int32_t loaded_ahead = 0;
-    if constexpr (Cfg::kGuessFirstTile) {
-        if (guessed.blocks > 0) {
-            stage = static_cast<uint32_t>(guessed.blocks % Cfg::kStages);
-            phase = guessed.blocks == Cfg::kStages ? 1u : 0u;
-            if (same_tile_loads(schedule.item(item, args.tail, k_splits), guessed.tile)) {
-                loaded_ahead = guessed.blocks;
-            } else {
-                if (leader) {
-                    s.tiles[0] = TileCoord{kGuessMissed, 0, 0, 0, 0, 0, 0};
-                    ptx::mbarrier_arrive(&s.tile_full[0]);  // a fresh slot: no wait for its release
-                }
-                first_slot = 1;
-            }
-        }
-    }
-    for (uint32_t i = first_slot;; ++i) {
+    for (uint32_t i = 0;; ++i) {
         if (dynamic && i > 0) item = claims.take();
         const TileCoord tile = cluster_share(schedule.item(item, args.tail, k_splits), rank, Cfg::kTileM);
         const uint32_t slot = i % Cfg::kTileRing;
@@ -541,8 +465,7 @@ __device__ __forceinline__ void produce(SharedStorage<Cfg>& s, const CUtensorMap
         // then the loads alone: the narrow tiles' producer issues a load every few hundred
         // cycles, and on 64 x 64 tiles a step's test after every load measured 7-10 % slower.
         bool walking = next_tile >= 0;
-        int32_t kb = blocks.begin + loaded_ahead;
-        loaded_ahead = 0;
+        int32_t kb = blocks.begin;
         for (; walking && kb < blocks.end; ++kb) {
             load_k_block(kb);
             walking = schedule.step_toward(next_tile);
@@ -912,12 +835,6 @@ __device__ __forceinline__ void compute_tiles(SharedStorage<Cfg>& s, const Kerne
     DeferredAtoms<Cfg::kDeferAtoms> deferred;  // the last tile's held atoms, stored behind this one's MMAs
     for (uint32_t i = 0;; ++i) {
         const TileCoord tile = take_tile(s, i, lane);
-        if constexpr (Cfg::kGuessFirstTile) {
-            if (tile.expert == kGuessMissed) {  // the producer's guessed stages, not a tile of this CTA's
-                skip_main_loop<Cfg>(s, guessed_k_blocks<Cfg>(k_blocks), lane, stage, phase);
-                continue;
-            }
-        }
         if (tile.expert < 0) {
             if constexpr (Cfg::kOutput == Output::kTmaStore) finish_tma_stores(deferred);
             return;
@@ -1485,10 +1402,8 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
     if (warpgroup == 0) {
         if constexpr (Cfg::kMathWarpgroups > 1) ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (__shfl_sync(0xffffffffu, thread / 32, 0) == 0) {
-            GuessedLoads guessed{};
-            if constexpr (Cfg::kGuessFirstTile) guessed = load_guessed_tile<Cfg>(s, a_map, b_map, args);
             store_offsets(s.offsets, first, args, shared_counts, lane);
-            produce<Cfg>(s, a_map, b_map, args, valid_rows, guessed);
+            produce<Cfg>(s, a_map, b_map, args, valid_rows);
             // One CTA reports bad offsets and counts, once its tiles are all handed out; the
             // scheduler in every CTA skips the experts they touch and clamps the counts.
             if (blockIdx.x == 0 && args.device_status != nullptr) {

@@ -27,10 +27,8 @@
 #            builds both operands' descriptors with the MN-major leading byte offset (0x2000000)
 #            and loads 2 + tile_q / 64 boxes of 64 columns per stage
 #   sm_90a   every grouped_gemm_sm90 kernel (a Config, or its plain-epilogue instance
-#            PlainEpilogue<Config>, one beside every kernel but dGLU's, or its single-expert
-#            instance GuessedStart<Config>, checked as its Config) contains HGMMA and TMA loads;
-#            GuessedStart<Config> exists for exactly the one-CTA K-major kernels with warp
-#            stores up to 128 wide or TMA stores; the GLU instance GluEpilogue<Config> exists for the
+#            PlainEpilogue<Config>, one beside every kernel but dGLU's, checked as its Config)
+#            contains HGMMA and TMA loads; the GLU instance GluEpilogue<Config> exists for the
 #            256-wide half-tile one-CTA K-major kernel alone and issues no HGMMA.64x256x16 (its
 #            tiles are two n128 blocks), with the sigmoid's MUFU.EX2 / MUFU.RCP and TMA stores;
 #            the warp-store kernels the epilogue's shared-memory slices and 16-byte global
@@ -372,9 +370,9 @@ sm100_kmajor="${sm100_config}ELi[12]ELi0EE"
 sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
 # ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, PreL2,
 # math warpgroups>, or
-# the plain-epilogue, single-expert or GLU instance of one, PlainEpilogue<Config<...>> /
-# GuessedStart<Config<...>> / GluEpilogue<Config<...>>, checked as its Config.
-sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|12GuessedStartINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
+# the plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> / GluEpilogue<Config<...>>,
+# checked as its Config.
+sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
 sm90_kmajor="${sm90_config}ELi0ELi[12]ELNS0_5PreL2E[01]ELi[12]EE"
 sm90_nmajor="${sm90_config}ELi1ELi[12]ELNS0_5PreL2E[01]ELi[12]EE"
 sm90_single="${sm90_config}ELi[01]ELi1ELNS0_5PreL2E[01]ELi[12]EE"
@@ -486,21 +484,6 @@ if disassemble sm_90a; then
         pass "sm_90a: $plain_count plain-epilogue instances, one per kernel but dGLU's"
     else
         fail "sm_90a: $plain_count plain-epilogue instances for $general_count kernels but dGLU's"
-    fi
-    # The guessed-start instances: one beside each one-CTA K-major kernel with the math warps'
-    # stores up to 128 wide (Config<tile_n <= 128, stages, warp stores, 0, K-major, one CTA, ...>)
-    # or with TMA stores (Config<tile_n, stages, TMA stores, store columns <= tile_n, K-major, one
-    # CTA, ...>: not dGLU's, whose store columns are twice the tile), no other.
-    config_args='6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+ELi[01]ELi[12]ELNS0_5PreL2E[01]ELi[12]E'
-    guessed_want="$( (ls "$work/sm_90a" |
-                      grep -E 'grouped_gemm_sm90INS0_6ConfigILi([0-9]|[0-9][0-9]|1[01][0-9]|12[0-8])ELi[0-9]+ELNS0_6OutputE0ELi0ELi0ELi1E'
-                      ls "$work/sm_90a" | grep -E 'grouped_gemm_sm90_tma_storeINS0_6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE1ELi[0-9]+ELi0ELi1E') |
-                    grep -oE "$config_args" | sort)"
-    guessed_have="$(ls "$work/sm_90a" | grep 'INS0_12GuessedStart' | grep -oE "$config_args" | sort)"
-    if [[ -n "$guessed_have" && "$guessed_have" == "$guessed_want" ]]; then
-        pass "sm_90a: $(grep -c . <<< "$guessed_have") guessed-start instances, one per one-CTA K-major kernel with warp stores up to 128 wide or TMA stores"
-    else
-        fail "sm_90a: guessed-start instances $(tr '\n' ' ' <<< "${guessed_have:-none}") expected for $(tr '\n' ' ' <<< "$guessed_want")"
     fi
     # The GLU instance: the 256-wide half-tile one-CTA K-major kernel's only, its every
     # whole-width tile two n128 register blocks (never one n256 wgmma).
