@@ -1,10 +1,10 @@
-// The SM90 kernel variants the planner chooses from, in the order it ranks ties: one per tile
-// width and weight layout with the math warps' own stores (any dtypes; the N-major kernels differ
-// only in how B is loaded and described), TMA-store variants for a bf16 D without C (either
-// weight layout), some of them again as clusters of two CTAs along M that multicast the weight
-// tile, and for dGLU with a bf16 saved pre-activation and d_pre, kernels that load the one and
-// store the other by TMA. Each family is defined beside its kernels (src/variants.h); the table is
-// put together on first use.
+// The SM90 kernel variants the planner chooses from (of two equal choices it keeps the earlier in
+// this table's order): one per tile width and weight layout with the math warps' own stores (any
+// dtypes; the N-major kernels differ only in how B is loaded and described), TMA-store variants
+// for a bf16 D without C (either weight layout), some of them again as clusters of two CTAs along
+// M that multicast the weight tile, and for dGLU with a bf16 saved pre-activation and d_pre,
+// kernels that load the one and store the other by TMA. Each family is defined beside its kernels
+// (src/variants.h); the table is put together on first use.
 #include "src/variants.h"
 
 namespace ggemm {
