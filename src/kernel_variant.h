@@ -80,4 +80,10 @@ struct KernelVariant {
     int32_t a_box_rows_counted = 0;
 };
 
+// A view of some kernel variants.
+struct VariantList {
+    const KernelVariant* items = nullptr;
+    int count = 0;
+};
+
 }  // namespace ggemm

@@ -51,12 +51,6 @@ struct ggemm_plan {
 
 namespace ggemm {
 
-// A view of some kernel variants.
-struct VariantList {
-    const KernelVariant* items = nullptr;
-    int count = 0;
-};
-
 // A new plan serial: unique among this process's plans of every kind, from 1, never reused.
 uint64_t next_plan_serial() noexcept;
 

@@ -11,17 +11,13 @@ namespace ggemm {
 const KernelVariant* sm90_variants(int* count);
 const KernelVariant* sm100_variants(int* count);
 
-// One family of SM90 variants, defined in the translation unit that instantiates its kernels
-// (src/variants_sm90_<family>.cu, compiled for sm_90a only).
-struct VariantFamily {
-    const KernelVariant* items;
-    int count;
-};
-VariantFamily sm90_wide_variants();
-VariantFamily sm90_narrow_variants();
-VariantFamily sm90_tma_store_variants();
-VariantFamily sm90_nmajor_variants();
-VariantFamily sm90_cluster_variants();
-VariantFamily sm90_dglu_variants();
+// The families of SM90 variants, each defined in the translation unit that instantiates its
+// kernels (src/variants_sm90_<family>.cu, compiled for sm_90a only).
+VariantList sm90_wide_variants();
+VariantList sm90_narrow_variants();
+VariantList sm90_tma_store_variants();
+VariantList sm90_nmajor_variants();
+VariantList sm90_cluster_variants();
+VariantList sm90_dglu_variants();
 
 }  // namespace ggemm

@@ -21,10 +21,10 @@ struct Table {
 };
 
 Table make_table() {
-    const VariantFamily families[] = {sm90_wide_variants(),    sm90_narrow_variants(),  sm90_tma_store_variants(),
+    const VariantList families[] = {sm90_wide_variants(),    sm90_narrow_variants(),  sm90_tma_store_variants(),
                                       sm90_nmajor_variants(),  sm90_cluster_variants(), sm90_dglu_variants()};
     Table table{};
-    for (const VariantFamily& family : families) {
+    for (const VariantList& family : families) {
         if (table.count + family.count > kCapacity) return Table{};
         for (int i = 0; i < family.count; ++i) table.items[table.count++] = family.items[i];
     }

@@ -145,7 +145,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
 
 // A family's table, as src/variants_sm90.cpp takes it.
 template <int kCount>
-VariantFamily family_of(const KernelVariant (&variants)[kCount]) {
+VariantList family_of(const KernelVariant (&variants)[kCount]) {
     return {variants, kCount};
 }
 

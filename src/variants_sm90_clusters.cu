@@ -22,6 +22,6 @@ const KernelVariant kVariants[] = {
 
 }  // namespace
 
-VariantFamily sm90_cluster_variants() { return family_of(kVariants); }
+VariantList sm90_cluster_variants() { return family_of(kVariants); }
 
 }  // namespace ggemm

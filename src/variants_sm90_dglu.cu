@@ -28,6 +28,6 @@ const KernelVariant kVariants[] = {
 
 }  // namespace
 
-VariantFamily sm90_dglu_variants() { return family_of(kVariants); }
+VariantList sm90_dglu_variants() { return family_of(kVariants); }
 
 }  // namespace ggemm

@@ -26,6 +26,6 @@ const KernelVariant kVariants[] = {
 
 }  // namespace
 
-VariantFamily sm90_narrow_variants() { return family_of(kVariants); }
+VariantList sm90_narrow_variants() { return family_of(kVariants); }
 
 }  // namespace ggemm

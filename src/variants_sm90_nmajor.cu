@@ -20,6 +20,6 @@ const KernelVariant kVariants[] = {
 
 }  // namespace
 
-VariantFamily sm90_nmajor_variants() { return family_of(kVariants); }
+VariantList sm90_nmajor_variants() { return family_of(kVariants); }
 
 }  // namespace ggemm

@@ -25,6 +25,6 @@ const KernelVariant kVariants[] = {
 
 }  // namespace
 
-VariantFamily sm90_tma_store_variants() { return family_of(kVariants); }
+VariantList sm90_tma_store_variants() { return family_of(kVariants); }
 
 }  // namespace ggemm

@@ -24,6 +24,6 @@ const KernelVariant kVariants[] = {
 
 }  // namespace
 
-VariantFamily sm90_wide_variants() { return family_of(kVariants); }
+VariantList sm90_wide_variants() { return family_of(kVariants); }
 
 }  // namespace ggemm

@@ -41,14 +41,14 @@ TEST_CASE("compiled variants: each architecture plans with its own kernels") {
 TEST_CASE("compiled variants: SM90's table is its families in order, every variant once") {
     // The families are defined beside their kernels (src/variants_sm90_*.cu); the table the
     // planner reads puts them together (src/variants_sm90.cpp).
-    const ggemm::VariantFamily families[] = {ggemm::sm90_wide_variants(),    ggemm::sm90_narrow_variants(),
+    const ggemm::VariantList families[] = {ggemm::sm90_wide_variants(),    ggemm::sm90_narrow_variants(),
                                              ggemm::sm90_tma_store_variants(), ggemm::sm90_nmajor_variants(),
                                              ggemm::sm90_cluster_variants(), ggemm::sm90_dglu_variants()};
     const ggemm::VariantList table = ggemm::compiled_variants(90);
     CHECK(table.count == 26);
     std::set<std::string> names;
     int at = 0;
-    for (const ggemm::VariantFamily& family : families) {
+    for (const ggemm::VariantList& family : families) {
         CHECK(family.count > 0);
         for (int i = 0; i < family.count; ++i, ++at) {
             REQUIRE(at < table.count);
