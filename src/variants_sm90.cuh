@@ -24,7 +24,7 @@ static __global__ void __launch_bounds__(kReduceDProbThreads) reduce_d_prob(cons
 
 namespace sm90 {
 
-// The kernel of an instance (Cfg or PlainEpilogue<Cfg>), for cudaFuncSetAttribute.
+// The kernel of an instance (Cfg, PlainEpilogue<Cfg> or GluEpilogue<Cfg>), for cudaFuncSetAttribute.
 template <class Cfg>
 const void* kernel_of() {
     if constexpr (Cfg::kTmaStoreDglu) {
@@ -36,8 +36,9 @@ const void* kernel_of() {
     }
 }
 
-// Each variant but dGLU's is two kernel instances: Cfg for every epilogue, PlainEpilogue<Cfg> for
-// the plain one (grouped_gemm_sm90.cuh). They share the shared-memory size.
+// Each variant but dGLU's is two kernel instances, three where kGluOverlap: Cfg for every epilogue,
+// PlainEpilogue<Cfg> for the plain one, GluEpilogue<Cfg> for the fused GLU forward
+// (grouped_gemm_sm90.cuh). They share the shared-memory size.
 template <class Cfg>
 cudaError_t prepare() {
     const cudaError_t error =
