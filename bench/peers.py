@@ -77,12 +77,13 @@ def parse_args():
     p.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
                    help="also time another build of libggemm.so (the plan's choice) in the same "
                         "rounds, e.g. a branch: reported as ggemm_NAME (repeatable)")
-    p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX[:SM_MARGIN]",
+    p.add_argument("--alt-kernel", action="append", default=[], metavar="NAME=PREFIX[:SM_MARGIN][@PATH]",
                    help="also time ggemm with its plans restricted to the kernel variants whose name starts "
                         "with PREFIX (the library's GGEMM_KERNEL), e.g. warp=sm90_tma_wgmma_ for the math "
                         "warps' stores, or a whole variant name, e.g. c2=sm90_tmastore_halves_128x256x64_s4_c2 "
                         "for one cluster-of-two kernel (static scheduler); with :SM_MARGIN on a grid that many "
-                        "SMs smaller: reported as ggemm_NAME (repeatable)")
+                        "SMs smaller; with @PATH from that build of libggemm.so instead of --lib: reported as "
+                        "ggemm_NAME (repeatable)")
     p.add_argument("--alt-split", action="append", default=[], type=int, metavar="SPLIT_K",
                    help="also time ggemm with desc.split_k = SPLIT_K (1: never split K; 2..8: split K that "
                         "many ways on calls of up to 1024 rows): reported as ggemm_splitSPLIT_K (repeatable)")
@@ -717,10 +718,12 @@ def main():
         opts.alternatives.append(Alternative("ggemm_" + name, gg.Library(os.path.abspath(path))))
     for spec in opts.alt_kernel:
         name, _, prefix = spec.partition("=")
+        prefix, _, path = prefix.partition("@")
         prefix, _, margin = prefix.partition(":")
         if not name or not prefix or not (margin == "" or margin.isdigit()):
-            sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX[:SM_MARGIN]" % spec)
-        opts.alternatives.append(Alternative("ggemm_" + name, lib, kernel=prefix, sm_margin=int(margin or 0)))
+            sys.exit("peers.py: --alt-kernel %s is not NAME=PREFIX[:SM_MARGIN][@PATH]" % spec)
+        build = gg.Library(os.path.abspath(path)) if path else lib
+        opts.alternatives.append(Alternative("ggemm_" + name, build, kernel=prefix, sm_margin=int(margin or 0)))
     for split_k in opts.alt_split:
         opts.alternatives.append(Alternative("ggemm_split%d" % split_k, lib, split_k=split_k))
     for margin in opts.alt_margin:

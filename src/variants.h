@@ -19,5 +19,6 @@ VariantList sm90_tma_store_variants();
 VariantList sm90_nmajor_variants();
 VariantList sm90_cluster_variants();
 VariantList sm90_dglu_variants();
+VariantList sm90_pingpong_variants();
 
 }  // namespace ggemm

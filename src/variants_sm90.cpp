@@ -2,8 +2,9 @@
 // this table's order): one per tile width and weight layout with the math warps' own stores (any
 // dtypes; the N-major kernels differ only in how B is loaded and described), TMA-store variants
 // for a bf16 D without C (either weight layout), some of them again as clusters of two CTAs along
-// M that multicast the weight tile, and for dGLU with a bf16 saved pre-activation and d_pre,
-// kernels that load the one and store the other by TMA. Each family is defined beside its kernels
+// M that multicast the weight tile, for dGLU with a bf16 saved pre-activation and d_pre,
+// kernels that load the one and store the other by TMA, and a ping-pong kernel (never run on a
+// GPU: ranked below the rest). Each family is defined beside its kernels
 // (src/variants.h); the table is put together on first use.
 #include "src/variants.h"
 
@@ -22,7 +23,8 @@ struct Table {
 
 Table make_table() {
     const VariantList families[] = {sm90_wide_variants(),    sm90_narrow_variants(),  sm90_tma_store_variants(),
-                                      sm90_nmajor_variants(),  sm90_cluster_variants(), sm90_dglu_variants()};
+                                      sm90_nmajor_variants(),  sm90_cluster_variants(), sm90_dglu_variants(),
+                                      sm90_pingpong_variants()};
     Table table{};
     for (const VariantList& family : families) {
         if (table.count + family.count > kCapacity) return Table{};

@@ -100,6 +100,8 @@ struct Config {
     // The math warps that read each stage: both warpgroups (each its 64 rows of the tile), or
     // in dGLU through TMA the one warpgroup whose tile it is (compute_dglu_tiles).
     static constexpr int kStageReaderWarps = kTmaStoreDglu ? 4 : kMathWarpgroups * 4;
+    // Whether the math warpgroups take whole tiles in turn (dGLU through TMA, and PingPong below).
+    static constexpr bool kPingPong = kTmaStoreDglu;
     static constexpr bool kSplitK = kMathWarpgroups == 2 && kClusterM == 1 && kTileN >= 64 &&
                                     kTileN % kPieceColumns == 0 && !kTmaStoreDglu;
     // Whether this instance compiles the plain epilogue alone (PlainEpilogue, below), or the
@@ -216,10 +218,10 @@ constexpr bool kGluOverlap = Cfg::kTmaStoreGlu && Cfg::kTileN == 256 && Cfg::kSt
 // math warpgroup (the host encodes A's map with that box: KernelVariant::a_box_rows_counted), and
 // only the first where the second warpgroup's rows are all past the count: that warpgroup then
 // issues no MMA (it passes over the stages), and the rows it would read are not loaded. Decode
-// layers hold a few to a few dozen tokens per expert: most of their tiles are such. Not dGLU
-// through TMA, whose warpgroups each take whole tiles (and which refuses counts).
+// layers hold a few to a few dozen tokens per expert: most of their tiles are such. Not the
+// ping-pong kernels, whose warpgroups each take whole tiles (dGLU through TMA refuses counts).
 template <class Cfg>
-constexpr bool kHalfBoxesWithCounts = Cfg::kMathWarpgroups == 2 && !Cfg::kTmaStoreDglu;
+constexpr bool kHalfBoxesWithCounts = Cfg::kMathWarpgroups == 2 && !Cfg::kPingPong;
 
 // The instance of such a kernel that compiles only the fused GLU forward (compute_glu_tiles,
 // whose activation runs behind the tensor cores' work), for calls with an activation and K
@@ -229,6 +231,23 @@ template <class Cfg>
 struct GluEpilogue : Cfg {
     static_assert(kGluOverlap<Cfg>, "the 256-wide half-tile kernel");
     static constexpr bool kGluOnly = true;
+    static constexpr bool kSplitK = false;
+};
+
+// A TMA-store kernel whose math warpgroups take the tiles in turn, each a whole 128-row tile
+// (compute_pingpong_tiles), so that one's epilogue runs while the other's MMAs keep the tensor
+// cores busy: where K is small, the epilogue is a large share of a tile's time. The tile is
+// 128 x kTileN per warpgroup (two m64 wgmmas per k16 slice); each warpgroup stores its tile's two
+// 64-row halves in turn through its own buffer. No split K, no fused GLU; with valid-row counts A
+// is loaded whole (the warpgroup computes both halves, and stores only the valid rows).
+template <class Cfg>
+struct PingPong : Cfg {
+    static_assert(Cfg::kOutput == Output::kTmaStore && !Cfg::kTmaStoreDglu && Cfg::kClusterM == 1 &&
+                      Cfg::kMathWarpgroups == 2 && Cfg::kTileN <= 128 && Cfg::kStoreColumns == Cfg::kTileN &&
+                      Cfg::kBatchesInFlight == 1 && !Cfg::kTmaStoreGlu && Cfg::kDeferAtoms == 0,
+                  "ping-pong: one CTA, a whole-width buffer per warpgroup, at most 128 accumulators a half");
+    static constexpr bool kPingPong = true;
+    static constexpr int kStageReaderWarps = 4;
     static constexpr bool kSplitK = false;
 };
 
@@ -288,7 +307,7 @@ struct SharedStorage {
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
     uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
-    DgluBarriers<Cfg::kTmaStoreDglu> dglu;      // dGLU's ping-pong (compute_dglu_tiles)
+    DgluBarriers<Cfg::kPingPong> dglu;          // the ping-pong's turns (compute_dglu_tiles, compute_pingpong_tiles)
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
@@ -1277,6 +1296,81 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
     }
 }
 
+// The plain and general TMA-store epilogues of a ping-pong kernel (PingPong): the warpgroups take
+// the tiles in turn, as compute_dglu_tiles, with its main loop over the whole tile. The epilogue
+// stores the tile's top 64 rows (acc[0 .. kTileN / 2)), then its bottom 64, through the
+// warpgroup's buffer (store_passes waits for the first half's stores to read it); a half whose
+// rows are all past the valid-row count is not stored.
+template <class Cfg, TileLoop kLoop>
+__device__ __forceinline__ void compute_pingpong_tiles(SharedStorage<Cfg>& s, const KernelArgs& args,
+                                                       const CUtensorMap* d_map, int warpgroup) {
+    static_assert(Cfg::kMathWarpgroups == 2, "two warpgroups take the tiles in turn");
+    constexpr int kHalf = Cfg::kTileN / 2;  // accumulators of a 64-row half
+    const int lane = threadIdx.x % 32;
+    const int32_t k_blocks = (args.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
+    float acc[Cfg::kTileN] = {};
+    uint32_t stage = 0, phase = 0;
+    uint32_t taken = 0;  // tiles with columns (a piece wholly past N has no stages)
+    uint32_t turns = 0;  // this warpgroup's waits on its turn barrier
+    DeferredAtoms<0> none;
+    for (uint32_t i = 0;; ++i) {
+        const TileCoord tile = take_tile(s, i, lane);
+        if (tile.expert < 0) {
+            if (threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();  // the buffer is read before the CTA exits
+            return;
+        }
+        if (tile.n_begin >= args.n) continue;  // a piece wholly past N (the producer skips it too)
+        const uint32_t order = taken++;
+        if (static_cast<int>(order % Cfg::kMathWarpgroups) != warpgroup) {
+            advance_stages<Cfg>(stage, phase, k_blocks);  // the other warpgroup's tile
+            continue;
+        }
+        if (order > 0) {
+            ptx::mbarrier_wait(&s.dglu.turn[warpgroup], turns & 1);
+            ++turns;
+        }
+        // Both halves' fields, read before the main loop so that their latency hides behind it.
+        TmaStoreEpilogue e[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int32_t row_begin = tile.row_begin + h * kSliceRows;
+            const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+            e[h].t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
+            e[h].prob = kLoop != TileLoop::kPlainUnscaled
+                            ? make_float2(prob_of(args.prob, prob_row), prob_of(args.prob, prob_row + 8))
+                            : make_float2(1.f, 1.f);
+            set_output_buffer(s, warpgroup, e[h]);
+            e[h].row_begin = row_begin;
+            e[h].rows = valid_rows_of(tile, row_begin, kSliceRows);
+            e[h].n_begin = tile.n_begin;
+            e[h].d_map = d_map;
+        }
+        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (e[h].rows == 0) continue;
+            const TmaStoreEpilogue half = after_main_loop<Cfg::kAlphaLoad>(e[h]);
+            auto& whole = reinterpret_cast<float(&)[kHalf]>(acc[h * kHalf]);
+            auto& piece = reinterpret_cast<float(&)[kPieceColumns / 2]>(acc[h * kHalf]);
+            if constexpr (kLoop != TileLoop::kGeneral) {
+                if (Cfg::kTileN % kPieceColumns != 0 || tile.n_width == Cfg::kTileN) {
+                    store_passes<plain_value(kLoop), float, kActivationNone, Cfg::kTileN, Cfg::kStoreAtoms>(
+                        half, whole, none);
+                } else {
+                    store_passes<plain_value(kLoop), float, kActivationNone, kPieceColumns, Cfg::kStoreAtoms>(
+                        half, piece, none);
+                }
+            } else {
+                if (Cfg::kTileN % kPieceColumns != 0 || tile.n_width == Cfg::kTileN) {
+                    store_tile_tma<Cfg::kTileN, Cfg::kStoreAtoms, false>(half, whole, none);
+                } else {
+                    store_tile_tma<kPieceColumns, Cfg::kStoreAtoms, false>(half, piece, none);
+                }
+            }
+        }
+    }
+}
+
 // The math warpgroups' loop over their tiles. The plain epilogue (plain_epilogue: the suite's and
 // most inference calls) runs its own copy of the loop, chosen once per call, in which no tile
 // branches over dtypes, bias or activations; a PlainEpilogue instance, which the host launches
@@ -1296,6 +1390,16 @@ __device__ __forceinline__ void compute(SharedStorage<Cfg>& s, const KernelArgs&
     }
     if constexpr (Cfg::kTmaStoreDglu) {
         compute_dglu_tiles<Cfg>(s, args, d_map, pre_map, warpgroup);
+    } else if constexpr (Cfg::kPingPong) {
+        if (Cfg::kPlainOnly || plain_epilogue(args, true)) {
+            if (args.alpha == nullptr && args.prob == nullptr) {
+                compute_pingpong_tiles<Cfg, TileLoop::kPlainUnscaled>(s, args, d_map, warpgroup);
+            } else {
+                compute_pingpong_tiles<Cfg, TileLoop::kPlain>(s, args, d_map, warpgroup);
+            }
+            return;
+        }
+        if constexpr (!Cfg::kPlainOnly) compute_pingpong_tiles<Cfg, TileLoop::kGeneral>(s, args, d_map, warpgroup);
     } else {
         if (Cfg::kPlainOnly || plain_epilogue(args, Cfg::kOutput == Output::kTmaStore)) {
             if (args.alpha == nullptr && args.prob == nullptr) {
@@ -1361,7 +1465,7 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
             ptx::mbarrier_init(&s.tile_full[i], 1);
             ptx::mbarrier_init(&s.tile_empty[i], Cfg::kMathWarps);
         }
-        if constexpr (Cfg::kTmaStoreDglu) {
+        if constexpr (Cfg::kPingPong) {
             for (int w = 0; w < Cfg::kMathWarpgroups; ++w) {
                 ptx::mbarrier_init(&s.dglu.turn[w], Cfg::kMathWarps / Cfg::kMathWarpgroups);
                 for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.dglu.pre_full[w][b], 1);

@@ -67,7 +67,8 @@ CaseConfig null_case(const char* label, int64_t n, int64_t k, uint64_t seed) {
 TEST_CASE("NULL alpha and prob: the plain epilogue in every output design, both schedulers") {
     uint64_t seed = 17000;
     for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
-        for (const char* design : {"sm90_tma_wgmma_", "sm90_tmastore_halves_", "sm90_tmastore_whole_"}) {
+        for (const char* design :
+             {"sm90_tma_wgmma_", "sm90_tmastore_halves_", "sm90_tmastore_whole_", "sm90_tmastore_pingpong_"}) {
             CaseConfig config = null_case("null plain", 520, 264, ++seed);
             config.scheduler = scheduler;
             check_nulls(config, design);

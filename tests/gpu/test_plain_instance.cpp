@@ -30,6 +30,7 @@ constexpr const char* kVariants[] = {
     "sm90_tmastore_halves_128x256x64_s4_c2",
     "sm90_tmastore_whole_128x256x64_s3_c2",
     "sm90_tmastore_whole_128x192x64_s4_c2",
+    "sm90_tmastore_pingpong_128x128x64_s6",
 };
 
 bool is_cluster(const std::string& name) { return name.size() > 3 && name.compare(name.size() - 3, 3, "_c2") == 0; }

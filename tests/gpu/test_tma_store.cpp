@@ -20,6 +20,7 @@ namespace {
 constexpr const char* kWarpStores = "sm90_tma_wgmma_";
 constexpr const char* kHalves = "sm90_tmastore_halves_";
 constexpr const char* kWhole = "sm90_tmastore_whole_";
+constexpr const char* kPingPong = "sm90_tmastore_pingpong_";  // 128 wide: the warpgroups take whole tiles in turn
 
 // One run of the case in `design`, dense or discrete, judged against the reference.
 DeviceOutputs run_design(const char* design, const HostCase& host_case, const Problem& problem,
@@ -91,7 +92,7 @@ TEST_CASE("TMA-store output: bitwise equal to the math warps' stores, N tails, b
     // The reference of the large ones on sampled rows (every row is still compared bitwise).
     cases[3].sampled_rows_per_expert = 16;
     cases[5].sampled_rows_per_expert = 4;
-    for (const CaseConfig& config : cases) compare_designs(config, {kHalves, kWhole});
+    for (const CaseConfig& config : cases) compare_designs(config, {kHalves, kWhole, kPingPong});
     // 192 columns: the whole-tile design only (no halves variant at that width).
     CaseConfig narrow = case_of("tma 5760 x 192", 8, 5760, 256, GGEMM_DTYPE_BF16, STATIC, 500, 15007);
     narrow.tile_n = 192;
@@ -107,7 +108,7 @@ TEST_CASE("TMA-store output: bitwise equal to the math warps' stores, N tails, b
 TEST_CASE("TMA-store output: the last round of tiles cut into pieces") {
     int sm_count = 0;
     REQUIRE(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-    for (const int32_t tile_n : {256, 192}) {
+    for (const int32_t tile_n : {256, 192, 128}) {
         const int64_t column_blocks = (520 + tile_n - 1) / tile_n;
         int64_t rows = 256;
         for (;; rows += 256) {
@@ -125,6 +126,8 @@ TEST_CASE("TMA-store output: the last round of tiles cut into pieces") {
             config.seed += static_cast<uint64_t>(tile_n + scheduler);
             if (tile_n == 256) {
                 compare_designs(config, {kHalves, kWhole});
+            } else if (tile_n == 128) {
+                compare_designs(config, {kPingPong});
             } else {
                 compare_designs(config, {kWhole});
             }
@@ -139,7 +142,7 @@ TEST_CASE("sanitizer: TMA-store variants at N = 520 and N = 8, both schedulers a
     for (const int64_t n : {520, 8}) {
         for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
             const int32_t bias = scheduler == GGEMM_SCHEDULER_STATIC ? GGEMM_DTYPE_NONE : GGEMM_DTYPE_BF16;
-            compare_designs(case_of("san tma", 5, n, 136, bias, scheduler, 300, seed++), {kHalves, kWhole});
+            compare_designs(case_of("san tma", 5, n, 136, bias, scheduler, 300, seed++), {kHalves, kWhole, kPingPong});
         }
     }
 }

@@ -124,6 +124,21 @@ TEST_CASE("valid rows: the 64-row tiles of one math warpgroup, both schedulers")
     }
 }
 
+TEST_CASE("valid rows: the ping-pong kernel, whose warpgroups take whole tiles, both schedulers") {
+    // A tile's halves are stored in turn: wholly valid (boxes), cut by the count (masked copies:
+    // 63, 65, 129, 255, 300) or wholly past it (not stored); with bias (the general instance) and
+    // without (the plain one).
+    for (const bool plain_dtypes : {false, true}) {
+        ScopedKernel kernel("sm90_tmastore_pingpong_");
+        const Design design = {"sm90_tmastore_pingpong_", true};
+        CaseConfig config = rows_config("valid rows, ping-pong", design, GGEMM_WEIGHT_LAYOUT_K_MAJOR,
+                                        mix_seed(22070, plain_dtypes ? 1u : 0u));
+        if (plain_dtypes) config.bias_dtype = GGEMM_DTYPE_NONE;
+        const HostCase host_case = case_with_counts(config, kCounts);
+        check_both_schedulers(std::string(design.prefix) + " " + describe(host_case.config), host_case);
+    }
+}
+
 TEST_CASE("valid rows: counts that fill every segment give the bits of a call without counts") {
     for (const Design& design : kDesigns) {
         ScopedKernel kernel(design.prefix);

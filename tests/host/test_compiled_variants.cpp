@@ -43,9 +43,10 @@ TEST_CASE("compiled variants: SM90's table is its families in order, every varia
     // planner reads puts them together (src/variants_sm90.cpp).
     const ggemm::VariantList families[] = {ggemm::sm90_wide_variants(),    ggemm::sm90_narrow_variants(),
                                              ggemm::sm90_tma_store_variants(), ggemm::sm90_nmajor_variants(),
-                                             ggemm::sm90_cluster_variants(), ggemm::sm90_dglu_variants()};
+                                             ggemm::sm90_cluster_variants(), ggemm::sm90_dglu_variants(),
+                                             ggemm::sm90_pingpong_variants()};
     const ggemm::VariantList table = ggemm::compiled_variants(90);
-    CHECK(table.count == 26);
+    CHECK(table.count == 27);
     std::set<std::string> names;
     int at = 0;
     for (const ggemm::VariantList& family : families) {
@@ -64,13 +65,15 @@ TEST_CASE("compiled variants: SM90's table is its families in order, every varia
 
 TEST_CASE("compiled variants: with valid-row counts SM90's two-warpgroup kernels load A in half boxes") {
     // One box per math warpgroup (the second left out where its rows are all past the count):
-    // every SM90 kernel of 128-row CTA tiles but dGLU's through TMA, which refuses counts.
+    // every SM90 kernel of 128-row CTA tiles but the ping-pong ones, whose warpgroups each take
+    // whole tiles (dGLU's through TMA, which refuses counts, and the plain ping-pong kernel).
     const ggemm::VariantList sm90 = ggemm::compiled_variants(90);
     int half_boxes = 0;
     for (int i = 0; i < sm90.count; ++i) {
         const ggemm::KernelVariant& v = sm90.items[i];
         CAPTURE(v.name);
-        if (v.a_box_rows == 128 && !v.tma_dglu) {
+        const bool pingpong = v.tma_dglu || std::string(v.name).find("pingpong") != std::string::npos;
+        if (v.a_box_rows == 128 && !pingpong) {
             CHECK(v.a_box_rows_counted == 64);
             ++half_boxes;
         } else {
@@ -193,8 +196,8 @@ TEST_CASE("compiled variants: the SM90 TMA-store variants and what they serve") 
         CHECK(v.max_experts >= 256);
     }
     // three per weight layout, four clusters of two (test_sm90_cluster.cpp), dGLU's two per
-    // layout (K-major with the L2 prefetch, N-major with evict-first streams)
-    CHECK(tma_store == 14);
+    // layout (K-major with the L2 prefetch, N-major with evict-first streams), one ping-pong
+    CHECK(tma_store == 15);
 
     // Other outputs keep the math warps' stores; so do more experts than the offsets copy holds.
     ggemm_plan_desc desc = valid_desc();

@@ -371,8 +371,8 @@ sm100_nmajor="${sm100_config}ELi[12]ELi1EE"
 # ggemm::sm90 Config<tile_n, stages, output, store columns, weight layout, cluster_m, PreL2,
 # math warpgroups>, or
 # the plain-epilogue or GLU instance of one, PlainEpilogue<Config<...>> / GluEpilogue<Config<...>>,
-# checked as its Config.
-sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
+# checked as its Config, the ping-pong kernels PingPong<Config<...>> too.
+sm90_config='grouped_gemm_sm90(_tma_store|_dglu)?INS0_(13PlainEpilogueINS0_|11GluEpilogueINS0_)?(8PingPongINS0_)?6ConfigILi[0-9]+ELi[0-9]+ELNS0_6OutputE[01]ELi[0-9]+'
 sm90_kmajor="${sm90_config}ELi0ELi[12]ELNS0_5PreL2E[01]ELi[12]EE"
 sm90_nmajor="${sm90_config}ELi1ELi[12]ELNS0_5PreL2E[01]ELi[12]EE"
 sm90_single="${sm90_config}ELi[01]ELi1ELNS0_5PreL2E[01]ELi[12]EE"
@@ -478,7 +478,7 @@ if disassemble sm_90a; then
     check_kernels sm_90a "$sm90_single" 'ATOMG\.E\.ADD\.64'
     check_kernels sm_90a 'wgrad_sm90' 'ATOMG\.E\.ADD\.64'
     # Every kernel but dGLU's has its plain-epilogue instance beside it.
-    general_count="$(ls "$work/sm_90a" | grep -E 'grouped_gemm_sm90(_tma_store)?INS0_6Config' | grep -c .)"
+    general_count="$(ls "$work/sm_90a" | grep -E 'grouped_gemm_sm90(_tma_store)?INS0_(8PingPongINS0_)?6Config' | grep -c .)"
     plain_count="$(ls "$work/sm_90a" | grep -c 'INS0_13PlainEpilogue')"
     if [[ "$plain_count" -eq "$general_count" && "$plain_count" -gt 0 ]]; then
         pass "sm_90a: $plain_count plain-epilogue instances, one per kernel but dGLU's"
