@@ -53,7 +53,17 @@ const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterP
 // 1.04-1.21x: the loads land during the main loop and the stores leave behind the next tile's.
 // Preferred to the warp stores of any width at the same column use: 0.81 x 1.35 (the narrowest
 // TMA dGLU tile, kTmaDgluTileWidthEfficiency) above the warp stores' best width, 0.985.
-const OutputPreference kOutputPreference = {1.00, 1.01, 1.35};
+//
+// The ping-pong kernel (128 x 128 tiles, a warpgroup's epilogue beside the other's MMAs) ran
+// 1.019-1.068x the speed of the plan's choice on the decode layers of bench/small_shapes.json
+// with K <= 2048 and four or more tiles per CTA (qwen3_fc2_decode_L32 1.066-1.068x,
+// dsv3_fc2_decode_L8 1.053-1.066x, qwen3_fc1_decode_L32 1.019x; H100, 2026-12-08, two runs),
+// and 0.51-0.98x wherever K was larger, the experts held more rows or the tiles were fewer (the
+// MoE suite's qwen3_fc2_L128, 1160 rows an expert, 1.000x; gptoss_fc1_decode_L32, K = 2880,
+// 1.028-1.030x against a 192-wide tile, gptoss_fc2_decode_L32 0.963-0.969x). Its factor puts the
+// 128-wide tile (0.95) above the 256-wide one with TMA stores (1.01) inside kPingPongRegime.
+const OutputPreference kOutputPreference = {1.00, 1.01, 1.35, 1.07};
+const PingPongRegime kPingPongRegime = {256, 2048, 4};
 
 const int64_t kLargeExpertRows = 2048;
 
@@ -105,6 +115,7 @@ TailSplit deal_tiles(const KernelVariant& variant, int32_t grid, int64_t tiles) 
 
 double output_factor(const KernelVariant& variant) noexcept {
     if (variant.tma_dglu) return kOutputPreference.tma_dglu;
+    if (variant.pingpong) return kOutputPreference.pingpong;
     return variant.d_box_rows > 0 ? kOutputPreference.tma_store : kOutputPreference.warp_stores;
 }
 
@@ -181,6 +192,13 @@ FillEstimate estimate_fill(const KernelVariant& variant, int64_t rows, int64_t n
     if (e.dram_cycles > slowest) slowest = e.dram_cycles;
     e.total = slowest / output_factor(variant);
     return e;
+}
+
+bool pingpong_pays(const KernelVariant& variant, int64_t m_capacity, int32_t experts, int64_t n, int64_t k,
+                   int32_t grid) noexcept {
+    if (experts <= 0 || grid <= 0) return false;
+    return m_capacity <= kPingPongRegime.max_rows_per_expert * experts && k <= kPingPongRegime.max_k &&
+           tile_count(variant, m_capacity, n) >= kPingPongRegime.min_tiles_per_cta * grid;
 }
 
 bool large_experts(int64_t m_capacity, int32_t num_experts) noexcept {

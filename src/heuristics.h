@@ -72,8 +72,24 @@ struct OutputPreference {
     double warp_stores;
     double tma_store;
     double tma_dglu;  // dGLU's kernels that load the pre-activation and store d_pre by TMA
+    double pingpong;  // the ping-pong kernel (KernelVariant::pingpong), where pingpong_pays
 };
 extern const OutputPreference kOutputPreference;
+
+// The calls the ping-pong kernel serves: experts of one 256-row segment on average (decode), K
+// small enough that a tile's epilogue is a large share of its time, and tiles enough for each
+// math warpgroup to take several.
+struct PingPongRegime {
+    int64_t max_rows_per_expert;  // m_capacity / L
+    int64_t max_k;
+    int64_t min_tiles_per_cta;    // 128 x tile_n tiles at M = m_capacity, per CTA of the grid
+};
+extern const PingPongRegime kPingPongRegime;
+
+// Whether a call of m_capacity rows over `experts` experts, N x K, on `grid` CTAs lies in
+// kPingPongRegime for `variant` (a ping-pong kernel).
+bool pingpong_pays(const KernelVariant& variant, int64_t m_capacity, int32_t experts, int64_t n, int64_t k,
+                   int32_t grid) noexcept;
 
 // The variant's output factor: kOutputPreference's entry for its output design.
 double output_factor(const KernelVariant& variant) noexcept;

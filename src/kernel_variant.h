@@ -78,6 +78,10 @@ struct KernelVariant {
     // kernels load A in two boxes of 64 rows there, and only the first where the tile's second
     // warpgroup has no valid row (it issues no MMA then).
     int32_t a_box_rows_counted = 0;
+    // Whether its math warpgroups take whole tiles in turn, so that one's epilogue runs beside
+    // the other's MMAs (the SM90 ping-pong kernel of a bf16 D without C). The planner offers it
+    // only to the calls where that pays (src/heuristics.h, pingpong_pays).
+    bool pingpong = false;
 };
 
 // A view of some kernel variants.

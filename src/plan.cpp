@@ -92,6 +92,20 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
                       variant.d_box_rows > 0 ? "stores D with TMA and " : "", activation_name(desc.activation));
         return reason;
     }
+    // GGEMM_KERNEL naming it times it on any call.
+    const int32_t grid = persistent_grid(device.sm_count, desc.sm_margin, variant.cluster_m);
+    if (variant.pingpong && kernel_prefix == nullptr &&
+        !pingpong_pays(variant, desc.m_capacity, desc.num_experts, desc.n, desc.k, grid)) {
+        const double per_cta = grid > 0 ? static_cast<double>(tile_count(variant, desc.m_capacity, desc.n)) / grid : 0;
+        std::snprintf(reason, size,
+                      "ping-pong, for m_capacity / L <= %lld, K <= %lld, tiles per CTA >= %lld (here %lld, %lld, %.1f)",
+                      static_cast<long long>(kPingPongRegime.max_rows_per_expert),
+                      static_cast<long long>(kPingPongRegime.max_k),
+                      static_cast<long long>(kPingPongRegime.min_tiles_per_cta),
+                      static_cast<long long>(desc.m_capacity / desc.num_experts), static_cast<long long>(desc.k),
+                      per_cta);
+        return reason;
+    }
     if (desc.num_experts > variant.max_experts) {
         std::snprintf(reason, size, "holds the offsets of at most %d experts, L = %d", variant.max_experts,
                       desc.num_experts);

@@ -138,6 +138,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.max_split_k = Cfg::kSplitK ? kMaxSplitK : 1;  // grouped_gemm_sm90.cuh says which split K
     variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
     variant.tma_dglu = Cfg::kTmaStoreDglu;
+    variant.pingpong = Cfg::kPingPong && !Cfg::kTmaStoreDglu;
     if (sm90::kHalfBoxesWithCounts<Cfg>) variant.a_box_rows_counted = Cfg::kRowsPerWarpgroup;
     variant.glu_instance = sm90::kGluOverlap<Cfg>;
     variant.math_warpgroups = Cfg::kMathWarpgroups;

@@ -10,6 +10,7 @@
 
 #include "kernels/common/contract.h"
 
+#include "src/heuristics.h"
 #include "src/plan.h"
 #include "src/variants.h"
 #include "src/workspace.h"
@@ -72,8 +73,7 @@ TEST_CASE("compiled variants: with valid-row counts SM90's two-warpgroup kernels
     for (int i = 0; i < sm90.count; ++i) {
         const ggemm::KernelVariant& v = sm90.items[i];
         CAPTURE(v.name);
-        const bool pingpong = v.tma_dglu || std::string(v.name).find("pingpong") != std::string::npos;
-        if (v.a_box_rows == 128 && !pingpong) {
+        if (v.a_box_rows == 128 && !v.tma_dglu && !v.pingpong) {
             CHECK(v.a_box_rows_counted == 64);
             ++half_boxes;
         } else {
@@ -83,6 +83,67 @@ TEST_CASE("compiled variants: with valid-row counts SM90's two-warpgroup kernels
     CHECK(half_boxes > 0);
     const ggemm::VariantList sm100 = ggemm::compiled_variants(100);
     for (int i = 0; i < sm100.count; ++i) CHECK(sm100.items[i].a_box_rows_counted == 0);
+}
+
+TEST_CASE("compiled variants: the ping-pong kernel serves decode layers of small K only") {
+    const ggemm::VariantList sm90 = ggemm::compiled_variants(90);
+    const ggemm::KernelVariant* pingpong = nullptr;
+    for (int i = 0; i < sm90.count; ++i) {
+        const ggemm::KernelVariant& v = sm90.items[i];
+        CAPTURE(v.name);
+        CHECK(v.pingpong == (std::string(v.name).find("pingpong") != std::string::npos));
+        if (v.pingpong) pingpong = &v;
+    }
+    REQUIRE(pingpong != nullptr);
+    CHECK(pingpong->proven);
+    CHECK(pingpong->tile_n == 128);
+    CHECK(pingpong->d_box_rows == 64);
+    CHECK(pingpong->a_box_rows_counted == 0);  // its warpgroups take whole tiles: A in one box
+    CHECK(pingpong->max_split_k == 1);
+    CHECK_FALSE(pingpong->fused_glu);
+
+    // The regime's edges: 256 rows an expert, K = 2048, four 128 x 128 tiles per CTA (528 on 132).
+    const ggemm::PingPongRegime& r = ggemm::kPingPongRegime;
+    CHECK(ggemm::pingpong_pays(*pingpong, 32 * 256, 32, 2048, 768, 132));
+    CHECK(ggemm::pingpong_pays(*pingpong, 32 * 256, 32, 2048, r.max_k, 132));
+    CHECK_FALSE(ggemm::pingpong_pays(*pingpong, 32 * 256, 32, 2048, r.max_k + 1, 132));
+    CHECK_FALSE(ggemm::pingpong_pays(*pingpong, 32 * 512, 32, 2048, 768, 132));
+    CHECK(ggemm::pingpong_pays(*pingpong, 66 * 256, 66, 128 * 4, 768, 132));       // 132 x 4 tiles
+    CHECK_FALSE(ggemm::pingpong_pays(*pingpong, 66 * 256, 66, 128 * 3, 768, 132));  // 132 x 3
+    CHECK_FALSE(ggemm::pingpong_pays(*pingpong, 256, 0, 2048, 768, 132));
+    CHECK_FALSE(ggemm::pingpong_pays(*pingpong, 256, 1, 2048, 768, 0));
+
+    // qwen3's second layer in decode (32 experts of 256 rows, K = 768) takes it; the same layer
+    // with 512 rows an expert, K past 2048, or one expert of 256 rows (24 tiles) do not, and
+    // describe says why.
+    ggemm_plan_desc desc = valid_desc();
+    desc.num_experts = 32;
+    desc.m_capacity = 32 * 256;
+    desc.n = 2048;
+    desc.k = 768;
+    CHECK(chosen(desc, sm90_device(), 90) == pingpong->name);
+    for (const int variation : {0, 1, 2}) {
+        ggemm_plan_desc other = desc;
+        if (variation == 0) other.m_capacity = 32 * 512;
+        if (variation == 1) other.k = 2880;
+        if (variation == 2) {
+            other.num_experts = 1;
+            other.m_capacity = 256;
+        }
+        CAPTURE(variation);
+        ggemm_plan plan;
+        REQUIRE(ggemm::build_plan(other, sm90_device(), sm90, &plan) == GGEMM_SUCCESS);
+        CHECK_FALSE(plan.variant.pingpong);
+        CHECK(plan.description.find(std::string("excluded ") + pingpong->name + ": ping-pong, for m_capacity / L <= 256") !=
+              std::string::npos);
+    }
+    // GGEMM_KERNEL naming it times it on any call.
+    ggemm_plan_desc large = desc;
+    large.m_capacity = 32 * 2048;
+    large.k = 7168;
+    ggemm_plan plan;
+    REQUIRE(ggemm::build_plan(large, sm90_device(), sm90, &plan, "sm90_tmastore_pingpong_") == GGEMM_SUCCESS);
+    CHECK(std::string(plan.variant.name) == pingpong->name);
 }
 
 TEST_CASE("compiled variants: SM100 CTA pairs (never run) only when asked for") {

@@ -132,16 +132,18 @@ TEST_CASE("fill: the small-call suite's choices, with the estimates in describe"
     // N = 1536 or 2048: 64 x 64 tiles, a fifth fewer operand bytes per k-block, beat as many of
     // 128 x 32 and half as many of 128 x 64; N = 4096, K = 7168: 64 x 128, the same bytes per
     // k-block as 128 x 64 drawn at one warpgroup's faster rate) and never splits K unasked.
-    // Over a few rounds the score counts the last one's idle CTAs: 8 experts of 256 rows and
-    // N = 7168 take 128 x 256 tiles (448: three rounds, then 52 tiles cut in halves) over
-    // 128 x 128 (896, the seventh round 79 % full and too full to cut); N = 2880 takes 128 x 256
+    // Decode layers of K <= 2048 with four or more 128 x 128 tiles per CTA take the ping-pong
+    // kernel (kPingPongRegime). Over a few rounds the score counts the last one's idle CTAs: 8
+    // experts of 256 rows and N = 7168 would take 128 x 256 tiles (448: three rounds, then 52
+    // tiles cut in halves) over 128 x 128 ones of both warpgroups (896, the seventh round 79 %
+    // full and too full to cut); N = 2880 takes 128 x 256
     // (768 tiles, 94 % of the columns kept, the sixth round 82 % full) over 128 x 192 (960, the
     // eighth 27 %, too full for thirds).
     check_pins("small_shapes.json", {
                                         {"dsv3_fc1_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                        {"dsv3_fc2_decode_L8", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                        {"qwen3_fc1_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
-                                        {"qwen3_fc2_decode_L32", "sm90_tmastore_halves_128x256x64_s4", 1},
+                                        {"dsv3_fc2_decode_L8", "sm90_tmastore_pingpong_128x128x64_s6", 1},
+                                        {"qwen3_fc1_decode_L32", "sm90_tmastore_pingpong_128x128x64_s6", 1},
+                                        {"qwen3_fc2_decode_L32", "sm90_tmastore_pingpong_128x128x64_s6", 1},
                                         {"one_expert_m256", "sm90_tma_wgmma_64x128x64_s8", 1},
                                         {"one_expert_n2048_m256", "sm90_tma_wgmma_64x64x64_s12", 1},
                                         {"dsv3_fc2_one_expert_m256", "sm90_tma_wgmma_128x112x64_s6", 1},
