@@ -105,8 +105,9 @@ def parse_args():
     p.add_argument("--lead-cycles", type=int, default=200000,
                    help="GPU sleep queued before each timed op, so the host's launch cost is hidden")
     p.add_argument("--valid-rows", action="store_true",
-                   help="also time ggemm with per-expert valid-row counts (the case's rows) and "
-                        "DeepGEMM's masked kernel on the same useful work")
+                   help="also time ggemm with per-expert valid-row counts (the case's rows), each "
+                        "--alt-lib build with them too (ggemm_NAME_rows), and DeepGEMM's masked kernel on "
+                        "the same useful work")
     p.add_argument("--no-plot", action="store_true")
     return p.parse_args()
 
@@ -445,6 +446,19 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
             ops.append(("ggemm_rows", lambda s: rows.run(rows.args[s], handle)))
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_rows"] = short_error(e)
+        # Each other build (--alt-lib) with the same counts, its plan's own choice.
+        for alt in opts.alternatives:
+            if alt.lib is lib or alt.kernel or alt.tile_n or alt.cluster_m or alt.split_k or alt.nulls:
+                continue
+            name = alt.name + "_rows"
+            try:
+                alt_rows = GgemmCase(alt.lib, torch, data, scheduler, full=False, valid_rows=data.valid_rows)
+                plans.append(alt_rows)
+                result.setdefault("alt_checks", {})[name] = check_rows(torch, data, alt_rows, handle)
+                result.setdefault("alt_plans", {})[name] = alt_rows.description
+                ops.append((name, lambda s, g=alt_rows: g.run(g.args[s], handle)))
+            except Exception as e:  # noqa: BLE001
+                result["errors"][name] = short_error(e)
         result["useful_flops"] = 2.0 * sum(data.rows) * data.n * data.k
         if deep_gemm is not None and data.capacity is not None:
             expected_m = max(1, round(sum(data.rows) / data.L))
