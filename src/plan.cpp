@@ -92,9 +92,11 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
                       variant.d_box_rows > 0 ? "stores D with TMA and " : "", activation_name(desc.activation));
         return reason;
     }
-    // GGEMM_KERNEL naming it times it on any call.
+    // A GGEMM_KERNEL prefix that names it (holds "pingpong") times it on any call; a shorter one,
+    // e.g. every TMA-store variant's, leaves it to its regime.
     const int32_t grid = persistent_grid(device.sm_count, desc.sm_margin, variant.cluster_m);
-    if (variant.pingpong && kernel_prefix == nullptr &&
+    const bool named = kernel_prefix != nullptr && std::strstr(kernel_prefix, "pingpong") != nullptr;
+    if (variant.pingpong && !named &&
         !pingpong_pays(variant, desc.m_capacity, desc.num_experts, desc.n, desc.k, grid)) {
         const double per_cta = grid > 0 ? static_cast<double>(tile_count(variant, desc.m_capacity, desc.n)) / grid : 0;
         std::snprintf(reason, size,

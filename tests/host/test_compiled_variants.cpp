@@ -137,13 +137,18 @@ TEST_CASE("compiled variants: the ping-pong kernel serves decode layers of small
         CHECK(plan.description.find(std::string("excluded ") + pingpong->name + ": ping-pong, for m_capacity / L <= 256") !=
               std::string::npos);
     }
-    // GGEMM_KERNEL naming it times it on any call.
+    // GGEMM_KERNEL naming it times it on any call; a prefix of every TMA-store variant leaves it
+    // to its regime.
     ggemm_plan_desc large = desc;
     large.m_capacity = 32 * 2048;
     large.k = 7168;
     ggemm_plan plan;
     REQUIRE(ggemm::build_plan(large, sm90_device(), sm90, &plan, "sm90_tmastore_pingpong_") == GGEMM_SUCCESS);
     CHECK(std::string(plan.variant.name) == pingpong->name);
+    REQUIRE(ggemm::build_plan(large, sm90_device(), sm90, &plan, "sm90_tmastore_") == GGEMM_SUCCESS);
+    CHECK_FALSE(plan.variant.pingpong);
+    REQUIRE(ggemm::build_plan(desc, sm90_device(), sm90, &plan, "sm90_tmastore_") == GGEMM_SUCCESS);
+    CHECK(plan.variant.pingpong);
 }
 
 TEST_CASE("compiled variants: SM100 CTA pairs (never run) only when asked for") {
