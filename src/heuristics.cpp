@@ -57,11 +57,12 @@ const int kClusterPreferenceCount = sizeof kClusterPreference / sizeof kClusterP
 // The ping-pong kernel (128 x 128 tiles, a warpgroup's epilogue beside the other's MMAs) ran
 // 1.019-1.068x the speed of the plan's choice on the decode layers of bench/small_shapes.json
 // with K <= 2048 and four or more tiles per CTA (qwen3_fc2_decode_L32 1.066-1.068x,
-// dsv3_fc2_decode_L8 1.053-1.066x, qwen3_fc1_decode_L32 1.019x; H100, 2026-12-08, two runs),
-// and 0.51-0.98x wherever K was larger, the experts held more rows or the tiles were fewer (the
-// MoE suite's qwen3_fc2_L128, 1160 rows an expert, 1.000x; gptoss_fc1_decode_L32, K = 2880,
-// 1.028-1.030x against a 192-wide tile, gptoss_fc2_decode_L32 0.963-0.969x). Its factor puts the
-// 128-wide tile (0.95) above the 256-wide one with TMA stores (1.01) inside kPingPongRegime.
+// dsv3_fc2_decode_L8 1.053-1.066x, qwen3_fc1_decode_L32 1.019x; H100, 2026-12-08, two runs).
+// Where K was larger, the experts held more rows or the tiles were fewer it ran 0.51-0.98x, but
+// on the MoE suite's qwen3_fc2_L128 (1160 rows an expert) 1.000x and on gptoss_fc1_decode_L32
+// (K = 2880, against a 192-wide tile) 1.028-1.030x; gptoss_fc2_decode_L32, the same K, 0.963x.
+// Its factor puts the 128-wide tile (0.95) above the 256-wide one with TMA stores (1.01) inside
+// kPingPongRegime (pingpong_pays), the only calls the planner offers it.
 const OutputPreference kOutputPreference = {1.00, 1.01, 1.35, 1.07};
 const PingPongRegime kPingPongRegime = {256, 2048, 4};
 

@@ -18,7 +18,8 @@
 //                     (6 experts of 256 rows, N = 7168: 128 x 256 tiles leave the third round
 //                     55 % full, too full to cut; 128 x 128 ones cut the sixth, 9 % full)
 //   output            how the tile's output leaves: the math warps' own stores, or TMA stores
-//                     from a tile buffer (only where the variant serves the plan's outputs)
+//                     from a tile buffer (only where the variant serves the plan's outputs), or
+//                     the ping-pong kernel's (only in its regime: pingpong_pays)
 //
 // Only round_use depends on M. Where the plan's m_capacity leaves the best-scored variant
 // (the primary) less than kFillWaves waves of tiles, a second rule, the fill model, estimates

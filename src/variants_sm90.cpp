@@ -3,8 +3,8 @@
 // dtypes; the N-major kernels differ only in how B is loaded and described), TMA-store variants
 // for a bf16 D without C (either weight layout), some of them again as clusters of two CTAs along
 // M that multicast the weight tile, for dGLU with a bf16 saved pre-activation and d_pre,
-// kernels that load the one and store the other by TMA, and a ping-pong kernel (never run on a
-// GPU: ranked below the rest). Each family is defined beside its kernels
+// kernels that load the one and store the other by TMA, and a ping-pong kernel for decode layers
+// of small K (src/heuristics.h, pingpong_pays). Each family is defined beside its kernels
 // (src/variants.h); the table is put together on first use.
 #include "src/variants.h"
 

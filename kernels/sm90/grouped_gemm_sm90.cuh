@@ -1201,13 +1201,14 @@ __device__ __forceinline__ void advance_stages(uint32_t& stage, uint32_t& phase,
     stage = next % Cfg::kStages;
 }
 
-// A warpgroup's main loop over its whole tile: each k-block as two m64 wgmma batches, one per
-// 64-row half of A, on acc[0 .. kTileN / 2) and acc[kTileN / 2 .. kTileN). A piece of the last
-// round computes the tile's full width too (its epilogue reads only its columns).
+// A ping-pong warpgroup's main loop over its whole tile (dGLU's and PingPong's kernels): each
+// k-block as two m64 wgmma batches, one per 64-row half of A, on acc[0 .. kTileN / 2) and
+// acc[kTileN / 2 .. kTileN). A piece of the last round computes the tile's full width too (its
+// epilogue reads only its columns).
 template <class Cfg>
-__device__ __forceinline__ void dglu_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
-                                               float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase,
-                                               uint64_t* next_turn) {
+__device__ __forceinline__ void pingpong_main_loop(SharedStorage<Cfg>& s, int32_t k_blocks, int lane,
+                                                   float (&acc)[Cfg::kTileN], uint32_t& stage, uint32_t& phase,
+                                                   uint64_t* next_turn) {
     auto& top = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[0]);
     auto& bottom = reinterpret_cast<float(&)[Cfg::kTileN / 2]>(acc[Cfg::kTileN / 2]);
     uint32_t previous_stage = 0;
@@ -1290,7 +1291,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         e.n_begin = tile.n_begin;
         e.width = tile.n_width;
         if constexpr (Cfg::kPreL2 == PreL2::kPrefetchAtStart) prefetch_dglu_tile<Cfg::kTileN>(e);
-        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
+        pingpong_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
         store_dglu_pingpong_tile<Cfg::kTileN, Cfg::kPreL2 == PreL2::kEvictFirst>(e, buf, acc);
     }
@@ -1345,7 +1346,7 @@ __device__ __forceinline__ void compute_pingpong_tiles(SharedStorage<Cfg>& s, co
             e[h].n_begin = tile.n_begin;
             e[h].d_map = d_map;
         }
-        dglu_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
+        pingpong_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             if (e[h].rows == 0) continue;
