@@ -421,44 +421,38 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"]["ggemm_full"] = short_error(e)
 
-    for alt in opts.alternatives:
-        name = alt.name
+    def add_alternative(name, make_case, check):
+        """Plans a further ggemm run (make_case()), checks it and times it as `name`."""
         try:
-            with forced_kernel(alt.kernel):
-                alt_scheduler = scheduler if alt.scheduler is None else gg.SCHEDULERS[alt.scheduler]
-                gcase = GgemmCase(alt.lib, torch, data, alt_scheduler, full=False, tile_n=alt.tile_n,
-                                  cluster_m=alt.cluster_m, split_k=alt.split_k, nulls=alt.nulls,
-                                  sm_margin=alt.sm_margin)
+            gcase = make_case()
             plans.append(gcase)
-            result.setdefault("alt_checks", {})[name] = check_plain(torch, data, gcase, handle)
+            result.setdefault("alt_checks", {})[name] = check(torch, data, gcase, handle)
             result.setdefault("alt_plans", {})[name] = gcase.description
             ops.append((name, lambda s, g=gcase: g.run(g.args[s], handle)))
         except Exception as e:  # noqa: BLE001
             result["errors"][name] = short_error(e)
 
+    for alt in opts.alternatives:
+        def make_alt(alt=alt):
+            with forced_kernel(alt.kernel):
+                alt_scheduler = scheduler if alt.scheduler is None else gg.SCHEDULERS[alt.scheduler]
+                return GgemmCase(alt.lib, torch, data, alt_scheduler, full=False, tile_n=alt.tile_n,
+                                 cluster_m=alt.cluster_m, split_k=alt.split_k, nulls=alt.nulls,
+                                 sm_margin=alt.sm_margin)
+        add_alternative(alt.name, make_alt, check_plain)
+
     if opts.valid_rows and data.rows is not None:
-        try:
-            rows = GgemmCase(lib, torch, data, scheduler, full=False, tile_n=opts.tile_n,
-                             cluster_m=opts.cluster_m, valid_rows=data.valid_rows)
-            plans.append(rows)
-            result.setdefault("alt_checks", {})["ggemm_rows"] = check_rows(torch, data, rows, handle)
-            result.setdefault("alt_plans", {})["ggemm_rows"] = rows.description
-            ops.append(("ggemm_rows", lambda s: rows.run(rows.args[s], handle)))
-        except Exception as e:  # noqa: BLE001
-            result["errors"]["ggemm_rows"] = short_error(e)
+        add_alternative("ggemm_rows", lambda: GgemmCase(lib, torch, data, scheduler, full=False, tile_n=opts.tile_n,
+                                                        cluster_m=opts.cluster_m, valid_rows=data.valid_rows),
+                        check_rows)
         # Each other build (--alt-lib) with the same counts, its plan's own choice.
         for alt in opts.alternatives:
             if alt.lib is lib or alt.kernel or alt.tile_n or alt.cluster_m or alt.split_k or alt.nulls:
                 continue
-            name = alt.name + "_rows"
-            try:
-                alt_rows = GgemmCase(alt.lib, torch, data, scheduler, full=False, valid_rows=data.valid_rows)
-                plans.append(alt_rows)
-                result.setdefault("alt_checks", {})[name] = check_rows(torch, data, alt_rows, handle)
-                result.setdefault("alt_plans", {})[name] = alt_rows.description
-                ops.append((name, lambda s, g=alt_rows: g.run(g.args[s], handle)))
-            except Exception as e:  # noqa: BLE001
-                result["errors"][name] = short_error(e)
+            add_alternative(alt.name + "_rows",
+                            lambda alt=alt: GgemmCase(alt.lib, torch, data, scheduler, full=False,
+                                                      valid_rows=data.valid_rows),
+                            check_rows)
         result["useful_flops"] = 2.0 * sum(data.rows) * data.n * data.k
         if deep_gemm is not None and data.capacity is not None:
             expected_m = max(1, round(sum(data.rows) / data.L))

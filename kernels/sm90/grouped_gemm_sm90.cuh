@@ -1331,12 +1331,13 @@ __device__ __forceinline__ void compute_pingpong_tiles(SharedStorage<Cfg>& s, co
             ++turns;
         }
         // Both halves' fields, read before the main loop so that their latency hides behind it.
+        const EpilogueTile t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
         TmaStoreEpilogue e[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int32_t row_begin = tile.row_begin + h * kSliceRows;
             const int64_t prob_row = row_begin + (threadIdx.x % 128) / 32 * 16 + lane / 4;
-            e[h].t = epilogue_tile<Cfg::kAlphaLoad>(args, tile.expert);
+            e[h].t = t;
             e[h].prob = kLoop != TileLoop::kPlainUnscaled
                             ? make_float2(prob_of(args.prob, prob_row), prob_of(args.prob, prob_row + 8))
                             : make_float2(1.f, 1.f);
