@@ -276,16 +276,17 @@ struct OutputStorage<Cfg, Output::kTmaStore, true> {
     alignas(1024) uint8_t pre[Cfg::kMathWarpgroups][kDgluBufferAtoms][kAtomBytes];
 };
 
-// dGLU's ping-pong (compute_dglu_tiles): turn[w] completes when the warpgroup before w in the
-// tile order has passed every full-barrier wait of its tile's main loop (one arrival per warp);
-// pre_full[w][b] when warpgroup w's atom buffer b has its TMA load. Other kernels have none.
+// The ping-pong kernels' (compute_dglu_tiles, compute_pingpong_tiles): turn[w] completes when the
+// warpgroup before w in the tile order has passed every full-barrier wait of its tile's main loop
+// (one arrival per warp); dGLU's pre_full[w][b] when warpgroup w's atom buffer b has its TMA load
+// (initialized in PingPong's kernel too, never waited on). Other kernels have none.
 template <bool kPingPong>
-struct DgluBarriers {
+struct PingPongBarriers {
     uint64_t turn[2];
     uint64_t pre_full[2][kDgluBufferAtoms];
 };
 template <>
-struct DgluBarriers<false> {};
+struct PingPongBarriers<false> {};
 
 template <class Cfg>
 struct SharedStorage {
@@ -307,7 +308,7 @@ struct SharedStorage {
     int32_t offsets[Cfg::kOffsetCapacity];
     uint32_t status;
     uint32_t split_last[Cfg::kMathWarpgroups];  // split-K: the warpgroup's split arrived last
-    DgluBarriers<Cfg::kPingPong> dglu;          // the ping-pong's turns (compute_dglu_tiles, compute_pingpong_tiles)
+    PingPongBarriers<Cfg::kPingPong> pingpong;  // the warpgroups' turns, dGLU's pre-activation loads
 };
 
 // Dynamic shared memory is only 16-byte aligned by the launch; the kernel aligns it by hand.
@@ -1254,7 +1255,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
 #pragma unroll
     for (int b = 0; b < kDgluBufferAtoms; ++b) {
         buf.atom[b] = s.output.pre[warpgroup][b];
-        buf.full[b] = &s.dglu.pre_full[warpgroup][b];
+        buf.full[b] = &s.pingpong.pre_full[warpgroup][b];
         buf.parity[b] = 0;
     }
     buf.pre_map = pre_map;
@@ -1276,7 +1277,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         // other's k-blocks could take the fill before its own, still in flight, for its own. So
         // its waits begin only once the previous tile's owner has passed all of that tile's.
         if (order > 0) {
-            ptx::mbarrier_wait(&s.dglu.turn[warpgroup], turns & 1);
+            ptx::mbarrier_wait(&s.pingpong.turn[warpgroup], turns & 1);
             ++turns;
         }
         // The epilogue's fields, read before the main loop so that their latency hides behind it.
@@ -1291,7 +1292,7 @@ __device__ __forceinline__ void compute_dglu_tiles(SharedStorage<Cfg>& s, const 
         e.n_begin = tile.n_begin;
         e.width = tile.n_width;
         if constexpr (Cfg::kPreL2 == PreL2::kPrefetchAtStart) prefetch_dglu_tile<Cfg::kTileN>(e);
-        pingpong_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
+        pingpong_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.pingpong.turn[1 - warpgroup]);
         e = after_main_loop<Cfg::kAlphaLoad>(e);
         store_dglu_pingpong_tile<Cfg::kTileN, Cfg::kPreL2 == PreL2::kEvictFirst>(e, buf, acc);
     }
@@ -1327,7 +1328,7 @@ __device__ __forceinline__ void compute_pingpong_tiles(SharedStorage<Cfg>& s, co
             continue;
         }
         if (order > 0) {
-            ptx::mbarrier_wait(&s.dglu.turn[warpgroup], turns & 1);
+            ptx::mbarrier_wait(&s.pingpong.turn[warpgroup], turns & 1);
             ++turns;
         }
         // Both halves' fields, read before the main loop so that their latency hides behind it.
@@ -1347,7 +1348,7 @@ __device__ __forceinline__ void compute_pingpong_tiles(SharedStorage<Cfg>& s, co
             e[h].n_begin = tile.n_begin;
             e[h].d_map = d_map;
         }
-        pingpong_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.dglu.turn[1 - warpgroup]);
+        pingpong_main_loop<Cfg>(s, k_blocks, lane, acc, stage, phase, &s.pingpong.turn[1 - warpgroup]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             if (e[h].rows == 0) continue;
@@ -1469,8 +1470,8 @@ __device__ __forceinline__ void grouped_gemm_sm90_body(const CUtensorMap* a_map,
         }
         if constexpr (Cfg::kPingPong) {
             for (int w = 0; w < Cfg::kMathWarpgroups; ++w) {
-                ptx::mbarrier_init(&s.dglu.turn[w], Cfg::kMathWarps / Cfg::kMathWarpgroups);
-                for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.dglu.pre_full[w][b], 1);
+                ptx::mbarrier_init(&s.pingpong.turn[w], Cfg::kMathWarps / Cfg::kMathWarpgroups);
+                for (int b = 0; b < kDgluBufferAtoms; ++b) ptx::mbarrier_init(&s.pingpong.pre_full[w][b], 1);
             }
         }
         s.status = 0;
