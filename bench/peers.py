@@ -19,6 +19,7 @@ TFLOP/s = 2*M*N*K / median time, M = padded_offsets[-1] (padding rows count, as 
 
 --valid-rows (cases with "rows", e.g. bench/small_shapes.json) adds, on the same inputs:
        ggemm_rows       ggemm with args.valid_rows = the case's rows: only real rows computed
+       ggemm_NAME_rows  each --alt-lib build and --alt-kernel with the same counts
        deepgemm_masked  (when `import deep_gemm` works and every segment has one size, the
                         capacity) deep_gemm.m_grouped_bf16_gemm_nt_masked on A viewed as
                         (L, capacity, K), masked_m = the rows, expected_m = their mean
@@ -106,8 +107,8 @@ def parse_args():
                    help="GPU sleep queued before each timed op, so the host's launch cost is hidden")
     p.add_argument("--valid-rows", action="store_true",
                    help="also time ggemm with per-expert valid-row counts (the case's rows), each "
-                        "--alt-lib build with them too (ggemm_NAME_rows), and DeepGEMM's masked kernel on "
-                        "the same useful work")
+                        "--alt-lib build and --alt-kernel with them too (ggemm_NAME_rows), and DeepGEMM's "
+                        "masked kernel on the same useful work")
     p.add_argument("--no-plot", action="store_true")
     return p.parse_args()
 
@@ -432,27 +433,25 @@ def check_and_time(torch, lib, data, opts, stream, result, plans):
         except Exception as e:  # noqa: BLE001
             result["errors"][name] = short_error(e)
 
+    def make_alt(alt, valid_rows=None):
+        with forced_kernel(alt.kernel):
+            alt_scheduler = scheduler if alt.scheduler is None else gg.SCHEDULERS[alt.scheduler]
+            return GgemmCase(alt.lib, torch, data, alt_scheduler, full=False, tile_n=alt.tile_n,
+                             cluster_m=alt.cluster_m, split_k=alt.split_k, nulls=alt.nulls,
+                             sm_margin=alt.sm_margin, valid_rows=valid_rows)
+
     for alt in opts.alternatives:
-        def make_alt(alt=alt):
-            with forced_kernel(alt.kernel):
-                alt_scheduler = scheduler if alt.scheduler is None else gg.SCHEDULERS[alt.scheduler]
-                return GgemmCase(alt.lib, torch, data, alt_scheduler, full=False, tile_n=alt.tile_n,
-                                 cluster_m=alt.cluster_m, split_k=alt.split_k, nulls=alt.nulls,
-                                 sm_margin=alt.sm_margin)
-        add_alternative(alt.name, make_alt, check_plain)
+        add_alternative(alt.name, lambda alt=alt: make_alt(alt), check_plain)
 
     if opts.valid_rows and data.rows is not None:
         add_alternative("ggemm_rows", lambda: GgemmCase(lib, torch, data, scheduler, full=False, tile_n=opts.tile_n,
                                                         cluster_m=opts.cluster_m, valid_rows=data.valid_rows),
                         check_rows)
-        # Each other build (--alt-lib) with the same counts, its plan's own choice.
+        # Each other build (--alt-lib) and forced kernel (--alt-kernel) with the same counts.
         for alt in opts.alternatives:
-            if alt.lib is lib or alt.kernel or alt.tile_n or alt.cluster_m or alt.split_k or alt.nulls:
+            if (alt.lib is lib and not alt.kernel) or alt.tile_n or alt.cluster_m or alt.split_k or alt.nulls:
                 continue
-            add_alternative(alt.name + "_rows",
-                            lambda alt=alt: GgemmCase(alt.lib, torch, data, scheduler, full=False,
-                                                      valid_rows=data.valid_rows),
-                            check_rows)
+            add_alternative(alt.name + "_rows", lambda alt=alt: make_alt(alt, data.valid_rows), check_rows)
         result["useful_flops"] = 2.0 * sum(data.rows) * data.n * data.k
         if deep_gemm is not None and data.capacity is not None:
             expected_m = max(1, round(sum(data.rows) / data.L))
