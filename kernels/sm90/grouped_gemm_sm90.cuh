@@ -279,7 +279,7 @@ struct OutputStorage<Cfg, Output::kTmaStore, true> {
 // The ping-pong kernels' (compute_dglu_tiles, compute_pingpong_tiles): turn[w] completes when the
 // warpgroup before w in the tile order has passed every full-barrier wait of its tile's main loop
 // (one arrival per warp); dGLU's pre_full[w][b] when warpgroup w's atom buffer b has its TMA load
-// (initialized in PingPong's kernel too, never waited on). Other kernels have none.
+// (initialised in PingPong's kernel too, never waited on). Other kernels have none.
 template <bool kPingPong>
 struct PingPongBarriers {
     uint64_t turn[2];
