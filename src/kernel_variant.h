@@ -65,7 +65,7 @@ struct KernelVariant {
     bool tma_dglu = false;
     // Whether a fused GLU forward with K unsplit runs its GLU instance, which computes a tile's
     // activation while the tensor cores run its last and the next tile's first k-blocks
-    // (kernels/sm90/grouped_gemm_sm90.cuh, GluEpilogue).
+    // (kernels/sm90/config_sm90.cuh, GluEpilogue).
     bool glu_instance = false;
     // Whether the kernel has passed the GPU tests on hardware of its arch. The planner ranks a
     // variant that has not below every one that has (better_choice): it serves a plan only when

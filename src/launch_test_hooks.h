@@ -13,7 +13,7 @@ unsigned long long driver_launch_fallbacks() noexcept;
 void force_runtime_launch(bool force) noexcept;
 
 // While set, a call with the plain epilogue or a fused GLU launches its SM90 variant's general
-// kernel instance instead of the plain or GLU one (kernels/sm90/grouped_gemm_sm90.cuh,
+// kernel instance instead of the plain or GLU one (kernels/sm90/config_sm90.cuh,
 // PlainEpilogue, GluEpilogue), so that tests can compare them.
 void force_general_instance(bool force) noexcept;
 

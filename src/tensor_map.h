@@ -30,7 +30,7 @@ struct TensorMapShape {
 TensorMapShape a_map_shape(const void* a, int64_t m, int64_t k, const KernelVariant& variant, bool counted) noexcept;
 
 // N-major B is loaded in boxes of this many columns: one 128-byte swizzle row of bf16, the
-// width of the wgmma MN-major 128-byte-swizzle atom (kernels/sm90/grouped_gemm_sm90.cuh).
+// width of the wgmma MN-major 128-byte-swizzle atom (kernels/sm90/operand_layout.h).
 constexpr uint32_t kNMajorBoxColumns = 64;
 
 // Dense B, by the variant's weight layout. K-major: L x N x K; dims {K, N, L}, box {block_k,

@@ -38,7 +38,7 @@ const void* kernel_of() {
 
 // Each variant but dGLU's is two kernel instances, three where kGluOverlap: Cfg for every epilogue,
 // PlainEpilogue<Cfg> for the plain one, GluEpilogue<Cfg> for the fused GLU forward
-// (grouped_gemm_sm90.cuh). They share the shared-memory size.
+// (kernels/sm90/config_sm90.cuh). They share the shared-memory size.
 template <class Cfg>
 cudaError_t prepare() {
     const cudaError_t error =
@@ -135,7 +135,7 @@ constexpr KernelVariant sm90_variant(const char* name) {
     variant.max_experts = Cfg::kOffsetCapacity;
     variant.weight_layout = Cfg::kWeightLayout;
     variant.dynamic_scheduler = Cfg::kClusterM == 1;  // both CTAs of a cluster must take the same items
-    variant.max_split_k = Cfg::kSplitK ? kMaxSplitK : 1;  // grouped_gemm_sm90.cuh says which split K
+    variant.max_split_k = Cfg::kSplitK ? kMaxSplitK : 1;  // config_sm90.cuh says which split K
     variant.fused_glu = Cfg::kFusedGlu || Cfg::kTmaStoreGlu || Cfg::kTmaStoreDglu;
     variant.tma_dglu = Cfg::kTmaStoreDglu;
     variant.pingpong = Cfg::kPingPong && !Cfg::kTmaStoreDglu;

@@ -73,7 +73,7 @@ GGEMM_HD bool plain_output(bool c, int32_t d_dtype, int32_t activation, int32_t 
 // Whether a call's epilogue is the plain one: D = alpha * acc * prob, or acc itself without alpha
 // and prob, no bias, a plain output. The kernels run it through a copy of their tile loop of its
 // own, and the host launches kernel instances that compile only that copy
-// (kernels/sm90/grouped_gemm_sm90.cuh, PlainEpilogue). plain_output's test written out: called
+// (kernels/sm90/config_sm90.cuh, PlainEpilogue). plain_output's test written out: called
 // from here, it compiled the general kernel instances into other code.
 GGEMM_HD bool plain_epilogue(const KernelArgs& args, bool tma_store) {
     return args.bias == nullptr && args.activation == kActivationNone && args.glu_backward == 0 &&

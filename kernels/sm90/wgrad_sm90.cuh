@@ -151,7 +151,7 @@ struct RowOrderDeal {
     }
 };
 
-// Run by every lane of one warp, as grouped_gemm_sm90.cuh's producer: the loop's state is
+// Run by every lane of one warp, as the forward's producer (producer_sm90.cuh): the loop's state is
 // warp-uniform; one lane publishes the tiles, and one lane elected by elect.sync arms each stage
 // and issues its loads (no loop over the active lanes around each load).
 template <class Cfg, class Deal>

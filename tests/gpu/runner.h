@@ -85,7 +85,7 @@ public:
 };
 
 // While in scope, calls launch their SM90 variant's general kernel instance, not its plain or
-// GLU instance (kernels/sm90/grouped_gemm_sm90.cuh), so that tests can compare them.
+// GLU instance (kernels/sm90/config_sm90.cuh), so that tests can compare them.
 class ScopedGeneralInstance {
 public:
     ScopedGeneralInstance();

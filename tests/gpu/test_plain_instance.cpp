@@ -1,5 +1,5 @@
 // A call with the plain epilogue (a bf16 D, no C, bias or activation) runs its SM90 variant's plain
-// kernel instance, which compiles that epilogue alone (kernels/sm90/grouped_gemm_sm90.cuh,
+// kernel instance, which compiles that epilogue alone (kernels/sm90/config_sm90.cuh,
 // PlainEpilogue). The same call through the variant's general instance (force_general_instance)
 // must give the same bits: both against the reference, then compared, for every SM90 variant
 // that has both instances, with alpha and prob given and NULL, on both schedulers.

@@ -532,7 +532,7 @@ while read -r line; do
     fi
     # The SM90 kernel's setmaxnreg budget (128 x 56 + 256 x 224 registers) spends exactly the
     # registers a 384-thread CTA gets at 168 per thread: allocated any fewer, setmaxnreg.inc
-    # would wait forever (kernels/sm90/grouped_gemm_sm90.cuh, Config).
+    # would wait forever (kernels/sm90/config_sm90.cuh, Config).
     # One math warpgroup (256 threads) sets no register count: ptxas's own allocation stands.
     if [[ "$name" =~ grouped_gemm_sm90|wgrad_sm90 && ! "$name" =~ $sm90_one_warpgroup ]]; then
         registers="$(echo "$line" | grep -oE 'REG:[0-9]+' | cut -d: -f2)"
