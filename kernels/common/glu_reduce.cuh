@@ -1,6 +1,6 @@
 // dGLU's second kernel: d_prob from the GEMM epilogue's partial sums, one per row and 64-column
 // block of R (kernels/sm90/epilogue_sm90.cuh, store_dglu_output; kernels/sm100/
-// grouped_gemm_sm100.cuh, drain_dglu), added in block order. No atomics: every d_prob is the same
+// glu_epilogue_sm100.cuh, drain_dglu), added in block order. No atomics: every d_prob is the same
 // sum in the same order on every run, whichever tiles, pieces or scheduler produced the partials.
 // Partials of rows no expert computes stay at the zero the host wrote before the GEMM, so those
 // rows get 0.
