@@ -1,6 +1,7 @@
 // Split-K on the GPU (kernels/common/split_k.h): correct against the fp64 reference for every
-// output design, dtype, weight source and layout, K tails and empty experts; bitwise equal
-// across runs and between the two schedulers; right after graph replays with new offsets.
+// output design, dtype, weight source and layout, K tails and empty experts, and with valid-row
+// counts; bitwise equal across runs and between the two schedulers; right after graph replays
+// with new offsets.
 #include <doctest/doctest.h>
 
 #include "tests/gpu/runner.h"
@@ -32,10 +33,10 @@ CaseConfig split_config(const char* label, int32_t split_k, int32_t tile_n, uint
 }
 
 // A run right against the reference, two more bitwise equal, and the dynamic scheduler's equal too.
-void check_split(const CaseConfig& config, int32_t weight_mode) {
-    const HostCase host_case = make_case(config);
+void check_split_case(const HostCase& host_case, int32_t weight_mode) {
+    const CaseConfig& config = host_case.config;
     const std::string what = describe(config) + (weight_mode == GGEMM_WEIGHTS_DISCRETE ? " discrete" : " dense") +
-                             " M=" + std::to_string(host_case.m);
+                             " M=" + std::to_string(host_case.m) + (host_case.valid_rows.empty() ? "" : " counted");
     if (config.split_k >= 2) REQUIRE(host_case.m <= 1024);  // a call the plan splits
     const Problem problem = host_case.problem();
     const Result reference = reference_for(host_case, problem);
@@ -52,6 +53,8 @@ void check_split(const CaseConfig& config, int32_t weight_mode) {
     }
     MESSAGE(what << ": right, and 2 static + 2 dynamic runs bitwise equal; " << summary);
 }
+
+void check_split(const CaseConfig& config, int32_t weight_mode) { check_split_case(make_case(config), weight_mode); }
 
 // The plan's description says it splits K as asked.
 void check_described(const CaseConfig& config, int64_t m) {
@@ -99,6 +102,42 @@ TEST_CASE("split-K: every tile width, dtypes, bias and C, both weight sources, K
     CaseConfig shallow = split_config("split-K shallow K", 3, 128, 9240);
     shallow.k = 136;  // three k-blocks, one per split, the last 8 deep
     check_split(shallow, GGEMM_WEIGHTS_DENSE);
+}
+
+TEST_CASE("split-K with valid-row counts: rows past each count untouched, both schedulers bitwise equal") {
+    // 256-row segments (one empty) with counts 0, 1, 63, 64, 65, 129, 255 and 256: tiles wholly
+    // past a count get no work item, a warpgroup whose rows all lie past it issues none of its
+    // splits' MMAs, and the split that arrives last stores the valid rows only; through the math
+    // warps' stores (128 wide, fp32 C) and TMA stores (256 wide, a bf16 D without C).
+    struct Counted {
+        std::vector<int32_t> offsets;
+        std::vector<int32_t> counts;
+    };
+    const Counted layouts[] = {{{256, 512, 512, 768, 1024}, {1, 64, 0, 129, 256}},
+                               {{256, 512, 768, 1024}, {0, 63, 65, 255}}};
+    uint64_t seed = 9400;
+    for (const Counted& layout : layouts) {
+        for (const int32_t split_k : {2, 3}) {
+            for (const bool tma_store : {false, true}) {
+                CaseConfig config = split_config("split-K counts", split_k, tma_store ? 256 : 128, ++seed);
+                config.layout = RowLayout::kExplicit;
+                config.offsets = layout.offsets;
+                config.num_experts = static_cast<int32_t>(layout.offsets.size());
+                config.fixed_m = layout.offsets.back();
+                config.sampled_rows_per_expert = -1;  // every row: those past a count keep their poison
+                if (tma_store) {
+                    config.generate_c = false;
+                    config.c_buffer_when_unused = true;  // C must stay poisoned
+                    config.bias_dtype = GGEMM_DTYPE_NONE;
+                }
+                check_described(config, config.fixed_m);
+                HostCase host_case = make_case(config);
+                host_case.valid_rows = layout.counts;
+                REQUIRE(valid_rows_violations(host_case.problem()) == 0u);
+                check_split_case(host_case, GGEMM_WEIGHTS_DENSE);
+            }
+        }
+    }
 }
 
 TEST_CASE("split-K: the planner's own choice on a one-expert decode call keeps K whole") {
