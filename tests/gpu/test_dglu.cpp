@@ -3,7 +3,7 @@
 // reference of tests/support/glu_reference.h; both activations, non-default constants, every
 // d_pre and pre-activation dtype, both weight layouts, N with a final 32-column block, pieces of
 // the last round; static and dynamic schedulers and repeated runs bitwise equal; rows no expert
-// computes keep D's poison and get d_prob = 0. The kernels that load the pre-activation and store
+// computes (bad offsets among them) keep D's poison and get d_prob = 0. The kernels that load the pre-activation and store
 // d_pre by TMA (bf16 both) against the reference and bitwise against the math warps' stores.
 #include <doctest/doctest.h>
 
@@ -98,7 +98,7 @@ DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const st
 }
 
 void verify_dglu(const std::string& what, const HostCase& host_case, const Problem& problem, const DgluResult& reference,
-                 const DgluOutputs& out) {
+                 const DgluOutputs& out, uint32_t status = 0) {
     const CaseConfig& config = host_case.config;
     const int64_t rows_allocated = host_case.m + CaseBuffers::kGuardRows;
     const std::vector<int32_t> owner = defined_rows(problem, rows_allocated);
@@ -127,7 +127,7 @@ void verify_dglu(const std::string& what, const HostCase& host_case, const Probl
     }
     CHECK_MESSAGE(undefined_nonzero == 0, what << ": " << undefined_nonzero << " rows no expert computes have d_prob != 0");
     CHECK_MESSAGE(past_m_written == 0, what << ": " << past_m_written << " d_prob entries past M written");
-    CHECK_MESSAGE(out.status == 0, what << ": device status " << out.status);
+    CHECK_MESSAGE(out.status == status, what << ": device status " << out.status << " (expected " << status << ")");
     MESSAGE(what << ": " << d.summary() << "; d_prob error " << error.relative());
 }
 
@@ -254,6 +254,50 @@ TEST_CASE("dglu: a captured graph replays to the same bits as the eager call") {
         CHECK(replayed.d_pre == eager.d_pre);
         CHECK(replayed.d_prob == eager.d_prob);
         CHECK(replayed.status == 0);
+    }
+}
+
+TEST_CASE("sanitizer: dglu, bad offsets are skipped and reported, math warps' and TMA stores") {
+    // Negative, misaligned, decreasing and past-M offsets: the offending experts' rows keep d_pre's
+    // poison and get d_prob = 0, every other expert is right, the status word names the rules
+    // broken; both schedulers. An fp32 d_pre from an fp16 pre-activation (the math warps' stores)
+    // and bf16 both (the kernels that load and store by TMA).
+    struct Bad {
+        const char* name;
+        std::vector<int32_t> offsets;
+        int64_t m;
+    };
+    const Bad cases[] = {
+        {"dglu negative offset", {256, -256, 512, 768}, 1024},
+        {"dglu misaligned offset", {256, 512, 700, 1024, 1280}, 1280},
+        {"dglu decreasing offsets", {256, 768, 512, 1024, 1280}, 1280},
+        {"dglu offset past M", {256, 512, 1280}, 1024},
+    };
+    uint64_t seed = 9980;
+    for (const Bad& bad : cases) {
+        for (const bool by_tma : {false, true}) {
+            DgluConfig dglu = dglu_config(bad.name, by_tma ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU,
+                                          static_cast<int32_t>(bad.offsets.size()), 160, 136,
+                                          by_tma ? GGEMM_DTYPE_BF16 : GGEMM_DTYPE_FP32,
+                                          by_tma ? GGEMM_DTYPE_BF16 : GGEMM_DTYPE_FP16, GGEMM_WEIGHT_LAYOUT_K_MAJOR,
+                                          ++seed);
+            dglu.base.layout = RowLayout::kExplicit;
+            dglu.base.offsets = bad.offsets;
+            dglu.base.fixed_m = bad.m;
+            dglu.base.sampled_rows_per_expert = -1;
+            const DgluCase c = make_dglu_case(dglu);
+            const uint32_t status =
+                offset_violations(c.host_case.offsets.data(), dglu.base.num_experts, c.host_case.m);
+            REQUIRE(status != 0u);
+            REQUIRE_FALSE(c.reference.d_pre.rows.empty());  // some expert is still computed
+            ScopedKernel kernel(by_tma ? "sm90_tmastore_dglu_" : "sm90_tma_wgmma_");
+            Stream stream;
+            for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+                const DgluOutputs out = run_dglu(dglu, c.host_case, c.pre, scheduler, stream);
+                verify_dglu(c.what + (scheduler == GGEMM_SCHEDULER_STATIC ? " [static]" : " [dynamic]"), c.host_case,
+                            c.problem, c.reference, out, status);
+            }
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 // The fused GLU forward (desc->activation) on the GPU: D = prob * act(gate, up), M x N/2, and the
 // pre-activation C, against the fp64 reference of tests/support/glu_reference.h; dense, discrete
 // and N-major weights, both schedulers (bitwise equal), every tile width and its N tail, pieces
-// of the last round, empty experts, poisoned outputs, non-default clamped GeGLU constants. A bf16
+// of the last round, empty experts, poisoned outputs, non-default clamped GeGLU constants, bad
+// offsets (skipped and reported), graph replays with new offsets. A bf16
 // D without C leaves through the TMA-store kernels (256 wide with a buffer of half the tile, and
 // 192 wide): bitwise equal to the math warps' stores of the same inputs, N tails, pieces, valid-row
 // counts; the 256-wide kernel's GLU instance bitwise equal to its general instance, with many
@@ -47,9 +48,10 @@ GluParams glu_params(const CaseConfig& config) {
 }
 
 // D (N/2 columns) and C (N columns, when written) against the reference; rows nobody defines,
-// D's buffer past its M x N/2 part, and a C that is not written keep the poison.
+// D's buffer past its M x N/2 part, and a C that is not written keep the poison; the status word
+// holds exactly `status` (the bits the case's offsets call for).
 bool verify_glu(const std::string& what, const HostCase& host_case, const Problem& problem, const GluResult& reference,
-                const DeviceOutputs& outputs, std::string* summary) {
+                const DeviceOutputs& outputs, std::string* summary, uint32_t status = 0) {
     const CaseConfig& config = host_case.config;
     const int64_t rows_allocated = host_case.m + CaseBuffers::kGuardRows;
     const std::vector<int32_t> owner = defined_rows(problem, rows_allocated);
@@ -77,8 +79,8 @@ bool verify_glu(const std::string& what, const HostCase& host_case, const Proble
         CHECK_MESSAGE(changed == 0, what << ": C is not generated but " << changed << " bytes of it changed");
         ok = ok && changed == 0;
     }
-    CHECK_MESSAGE(outputs.status == 0, what << ": device status " << outputs.status << " (expected 0)");
-    return ok && outputs.status == 0;
+    CHECK_MESSAGE(outputs.status == status, what << ": device status " << outputs.status << " (expected " << status << ")");
+    return ok && outputs.status == status;
 }
 
 // Dense static, dense dynamic and discrete static runs under the current GGEMM_KERNEL: each
@@ -284,6 +286,99 @@ TEST_CASE("fused GLU: no expert has rows: D and C keep the poison") {
     config.offsets = {0, 0, 0};
     config.fixed_m = 512;
     check_glu_case(config);
+}
+
+TEST_CASE("sanitizer: fused GLU, bad offsets are skipped and reported, warp and TMA stores") {
+    // Negative, misaligned, decreasing and past-M offsets: the offending experts' rows keep their
+    // poison in C and D, every other expert is right, and the status word names the rules broken;
+    // both schedulers. The math warps' stores (clamped GeGLU, fp16 C) and the GLU instance's TMA
+    // stores (SwiGLU, a bf16 D without C).
+    struct Bad {
+        const char* name;
+        std::vector<int32_t> offsets;
+        int64_t m;
+    };
+    const Bad cases[] = {
+        {"glu negative offset", {256, -256, 512, 768}, 1024},
+        {"glu misaligned offset", {256, 512, 700, 1024, 1280}, 1280},
+        {"glu decreasing offsets", {256, 768, 512, 1024, 1280}, 1280},
+        {"glu offset past M", {256, 512, 1280}, 1024},
+    };
+    uint64_t seed = 9700;
+    for (const Bad& bad : cases) {
+        for (const bool tma_store : {false, true}) {
+            const int32_t activation = tma_store ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
+            CaseConfig config = glu_config(bad.name, activation, static_cast<int32_t>(bad.offsets.size()), 320, 136,
+                                           tma_store ? GGEMM_DTYPE_BF16 : GGEMM_DTYPE_FP16, GGEMM_DTYPE_BF16,
+                                           GGEMM_DTYPE_BF16, !tma_store, ++seed);
+            config.layout = RowLayout::kExplicit;
+            config.offsets = bad.offsets;
+            config.fixed_m = bad.m;
+            config.sampled_rows_per_expert = -1;  // every row: the skipped experts' keep their poison
+            config.c_buffer_when_unused = tma_store;
+            const HostCase host_case = make_case(config);
+            const uint32_t status = offset_violations(host_case.offsets.data(), config.num_experts, host_case.m);
+            REQUIRE(status != 0u);
+            const GluExpectation e = expect_glu(host_case);
+            REQUIRE_FALSE(e.reference.d.rows.empty());  // some expert is still computed
+            ScopedKernel kernel(tma_store ? kGluInstanceKernel : "sm90_tma_wgmma_");
+            Stream stream;
+            CaseBuffers buffers(host_case, true, false);
+            for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+                const std::string name = planned_kernel(host_case, GGEMM_WEIGHTS_DENSE, scheduler);
+                CHECK_MESSAGE(name.rfind(tma_store ? kGluInstanceKernel : "sm90_tma_wgmma_", 0) == 0,
+                              e.what << ": planned " << name);
+                const DeviceOutputs outputs = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
+                std::string summary;
+                const std::string what = e.what + " " + name + (scheduler == GGEMM_SCHEDULER_STATIC ? " static" : " dynamic");
+                verify_glu(what, host_case, e.problem, e.reference, outputs, &summary, status);
+                MESSAGE(what << ": status " << outputs.status << "; " << summary);
+            }
+        }
+    }
+}
+
+TEST_CASE("fused GLU: one graph capture replayed with new offsets and data, warp and TMA stores") {
+    // Both schedulers; each replay's C and D against a fresh reference.
+    for (const bool tma_store : {false, true}) {
+        for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+            const int32_t activation = tma_store ? GGEMM_ACTIVATION_SWIGLU : GGEMM_ACTIVATION_CLAMPED_GEGLU;
+            CaseConfig config = glu_config("glu graph", activation, 6, 576, 264,
+                                           tma_store ? GGEMM_DTYPE_BF16 : GGEMM_DTYPE_FP32, GGEMM_DTYPE_BF16,
+                                           GGEMM_DTYPE_FP16, !tma_store, mix_seed(9800, tma_store ? 1u : 0u));
+            config.fixed_m = 6 * 768;  // every draw of 6 experts x at most 600 rows fits
+            config.scheduler = scheduler;
+            config.c_buffer_when_unused = tma_store;
+            HostCase host_case = make_case(config);
+            ScopedKernel kernel(tma_store ? kGluInstanceKernel : "sm90_tma_wgmma_");
+            Stream stream;
+            CaseBuffers buffers(host_case, true, false);
+            Plan plan(make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, scheduler));
+            buffers.ensure_workspace(plan.workspace_size());
+            const ggemm_args args = buffers.args(GGEMM_WEIGHTS_DENSE);
+            Graph graph;
+            graph.begin_capture(stream.get());
+            const ggemm_status_t captured = ggemm_execute(plan.get(), &args, stream.get());
+            graph.end_capture(stream.get());
+            REQUIRE_MESSAGE(captured == GGEMM_SUCCESS, last_error_message());
+            for (int replay = 0; replay < 3; ++replay) {
+                if (replay > 0) {  // new offsets and data behind the same pointers
+                    refresh_case(host_case, mix_seed(9810, static_cast<uint64_t>(replay)), /*keep_offsets=*/false);
+                    buffers.upload(host_case);
+                }
+                const GluExpectation e = expect_glu(host_case);
+                buffers.poison(stream.get());
+                graph.launch(stream.get());
+                stream.synchronize();
+                const DeviceOutputs outputs = buffers.download();
+                std::string summary;
+                const std::string what = e.what + (tma_store ? " TMA stores" : " warp stores") + " replay " +
+                                         std::to_string(replay);
+                verify_glu(what, host_case, e.problem, e.reference, outputs, &summary);
+                MESSAGE(what << ": " << summary);
+            }
+        }
+    }
 }
 
 TEST_CASE("fused GLU: the plan says which activation it fuses and refuses N that is not whole blocks") {
