@@ -3,8 +3,9 @@
 // reference of tests/support/glu_reference.h; both activations, non-default constants, every
 // d_pre and pre-activation dtype, both weight layouts, N with a final 32-column block, pieces of
 // the last round; static and dynamic schedulers and repeated runs bitwise equal; rows no expert
-// computes (bad offsets among them) keep D's poison and get d_prob = 0. The kernels that load the pre-activation and store
-// d_pre by TMA (bf16 both) against the reference and bitwise against the math warps' stores.
+// computes (bad offsets among them) keep D's poison and get d_prob = 0. The kernels that load the
+// pre-activation and store d_pre by TMA (bf16 both) against the reference and bitwise against the
+// math warps' stores.
 #include <doctest/doctest.h>
 
 #include <cmath>
