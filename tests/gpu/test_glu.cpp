@@ -79,7 +79,8 @@ bool verify_glu(const std::string& what, const HostCase& host_case, const Proble
         CHECK_MESSAGE(changed == 0, what << ": C is not generated but " << changed << " bytes of it changed");
         ok = ok && changed == 0;
     }
-    CHECK_MESSAGE(outputs.status == status, what << ": device status " << outputs.status << " (expected " << status << ")");
+    CHECK_MESSAGE(outputs.status == status,
+                  what << ": device status " << outputs.status << " (expected " << status << ")");
     return ok && outputs.status == status;
 }
 
@@ -330,7 +331,8 @@ TEST_CASE("sanitizer: fused GLU, bad offsets are skipped and reported, warp and 
                               e.what << ": planned " << name);
                 const DeviceOutputs outputs = run_once(host_case, buffers, GGEMM_WEIGHTS_DENSE, scheduler, stream);
                 std::string summary;
-                const std::string what = e.what + " " + name + (scheduler == GGEMM_SCHEDULER_STATIC ? " static" : " dynamic");
+                const std::string what =
+                    e.what + " " + name + (scheduler == GGEMM_SCHEDULER_STATIC ? " static" : " dynamic");
                 verify_glu(what, host_case, e.problem, e.reference, outputs, &summary, status);
                 MESSAGE(what << ": status " << outputs.status << "; " << summary);
             }
