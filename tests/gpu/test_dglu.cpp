@@ -1,11 +1,11 @@
 // dGLU (desc->glu_backward) on the GPU: d_pre (M x 2N, interleaved) and d_prob from the
 // input-gradient GEMM R = alpha * dY @ B_g(^T) and the saved pre-activation, against the fp64
 // reference of tests/support/glu_reference.h; both activations, non-default constants, every
-// d_pre and pre-activation dtype, both weight layouts, N with a final 32-column block, pieces of
-// the last round; static and dynamic schedulers and repeated runs bitwise equal; rows no expert
-// computes (bad offsets among them) keep D's poison and get d_prob = 0. The kernels that load the
-// pre-activation and store d_pre by TMA (bf16 both) against the reference and bitwise against the
-// math warps' stores.
+// d_pre and pre-activation dtype, both weight layouts, dense and discrete weights (the same bits),
+// N with a final 32-column block, pieces of the last round; static and dynamic schedulers and
+// repeated runs bitwise equal; rows no expert computes (bad offsets among them) keep D's poison
+// and get d_prob = 0. The kernels that load the pre-activation and store d_pre by TMA (bf16 both)
+// against the reference and bitwise against the math warps' stores.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -35,12 +35,13 @@ struct DgluOutputs {
 
 // Runs dGLU once on fresh poisoned outputs (d_prob past M too), through a plan; with `graph`, the
 // execute (its memset, GEMM and reduction) is captured into a CUDA graph and replayed twice, the
-// outputs poisoned again before the second replay.
+// outputs poisoned again before the second replay. Discrete weights: one allocation per expert.
 DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const std::vector<uint8_t>& pre,
-                     int32_t scheduler, const Stream& stream, bool graph = false) {
+                     int32_t scheduler, const Stream& stream, bool graph = false,
+                     int32_t weight_mode = GGEMM_WEIGHTS_DENSE) {
     const CaseConfig& config = host_case.config;
     const int64_t rows_allocated = host_case.m + CaseBuffers::kGuardRows;
-    ggemm_plan_desc desc = make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, scheduler);
+    ggemm_plan_desc desc = make_desc(config, host_case.m, weight_mode, scheduler);
     desc.generate_c = 0;
     desc.activation = dglu.activation;
     desc.glu_scale = dglu.scale;
@@ -49,9 +50,15 @@ DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const st
     desc.glu_backward = 1;
     desc.glu_pre_dtype = dglu.pre_dtype;
     Plan plan(desc);
-    DeviceBuffer a, b, offsets, alpha, prob, pre_buffer, d_pre, d_prob, status, workspace;
+    DeviceBuffer a, b, b_ptrs, offsets, alpha, prob, pre_buffer, d_pre, d_prob, status, workspace;
+    ExpertWeights experts;
     a.assign(host_case.a);
-    b.assign(host_case.b);
+    if (weight_mode == GGEMM_WEIGHTS_DISCRETE) {
+        experts.upload(host_case, mix_seed(config.seed, 5));
+        b_ptrs.assign(experts.pointers());
+    } else {
+        b.assign(host_case.b);
+    }
     offsets.assign(host_case.offsets);
     alpha.assign(host_case.alpha);
     prob.assign(host_case.prob);
@@ -66,7 +73,8 @@ DgluOutputs run_dglu(const DgluConfig& dglu, const HostCase& host_case, const st
     REQUIRE(ggemm_args_init(&args, sizeof args) == GGEMM_SUCCESS);
     args.m = host_case.m;
     args.a = a.get();
-    args.b = b.get();
+    args.b = b.get();  // NULL in discrete mode
+    args.b_ptrs = b_ptrs.as<const uint64_t>();
     args.padded_offsets = offsets.as<int32_t>();
     args.alpha = config.null_alpha ? nullptr : alpha.as<float>();
     args.prob = config.null_prob ? nullptr : prob.as<float>();
@@ -255,6 +263,30 @@ TEST_CASE("dglu: a captured graph replays to the same bits as the eager call") {
         CHECK(replayed.d_pre == eager.d_pre);
         CHECK(replayed.d_prob == eager.d_prob);
         CHECK(replayed.status == 0);
+    }
+}
+
+TEST_CASE("dglu: discrete weights give the dense bits, both layouts, the math warps' and TMA stores") {
+    uint64_t seed = 9960;
+    for (const bool by_tma : {false, true}) {
+        for (const int32_t layout : {GGEMM_WEIGHT_LAYOUT_K_MAJOR, GGEMM_WEIGHT_LAYOUT_N_MAJOR}) {
+            const DgluConfig dglu =
+                dglu_config("dglu discrete", by_tma ? GGEMM_ACTIVATION_CLAMPED_GEGLU : GGEMM_ACTIVATION_SWIGLU, 5,
+                            288, 200, GGEMM_DTYPE_BF16, by_tma ? GGEMM_DTYPE_BF16 : GGEMM_DTYPE_FP32, layout, ++seed);
+            const DgluCase c = make_dglu_case(dglu);
+            ScopedKernel kernel(by_tma ? "sm90_tmastore_dglu_" : "sm90_tma_wgmma_");
+            Stream stream;
+            for (const int32_t scheduler : {GGEMM_SCHEDULER_STATIC, GGEMM_SCHEDULER_DYNAMIC}) {
+                const std::string what = c.what + (scheduler == GGEMM_SCHEDULER_STATIC ? " static" : " dynamic");
+                const DgluOutputs dense = run_dglu(dglu, c.host_case, c.pre, scheduler, stream);
+                const DgluOutputs discrete =
+                    run_dglu(dglu, c.host_case, c.pre, scheduler, stream, false, GGEMM_WEIGHTS_DISCRETE);
+                verify_dglu(what + " [dense]", c.host_case, c.problem, c.reference, dense);
+                verify_dglu(what + " [discrete]", c.host_case, c.problem, c.reference, discrete);
+                CHECK_MESSAGE(discrete.d_pre == dense.d_pre, what << ": d_pre differs between dense and discrete");
+                CHECK_MESSAGE(discrete.d_prob == dense.d_prob, what << ": d_prob differs between dense and discrete");
+            }
+        }
     }
 }
 
