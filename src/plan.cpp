@@ -94,19 +94,19 @@ const char* exclusion(const KernelVariant& variant, const ggemm_plan_desc& desc,
     }
     // A GGEMM_KERNEL prefix that names it (holds "pingpong") times it on any call; a shorter one,
     // e.g. every TMA-store variant's, leaves it to its regime.
-    const int32_t grid = persistent_grid(device.sm_count, desc.sm_margin, variant.cluster_m);
-    const bool named = kernel_prefix != nullptr && std::strstr(kernel_prefix, "pingpong") != nullptr;
-    if (variant.pingpong && !named &&
-        !pingpong_pays(variant, desc.m_capacity, desc.num_experts, desc.n, desc.k, grid)) {
-        const double per_cta = grid > 0 ? static_cast<double>(tile_count(variant, desc.m_capacity, desc.n)) / grid : 0;
-        std::snprintf(reason, size,
-                      "ping-pong, for m_capacity / L <= %lld, K <= %lld, tiles per CTA >= %lld (here %lld, %lld, %.1f)",
-                      static_cast<long long>(kPingPongRegime.max_rows_per_expert),
-                      static_cast<long long>(kPingPongRegime.max_k),
-                      static_cast<long long>(kPingPongRegime.min_tiles_per_cta),
-                      static_cast<long long>(desc.m_capacity / desc.num_experts), static_cast<long long>(desc.k),
-                      per_cta);
-        return reason;
+    if (variant.pingpong && (kernel_prefix == nullptr || std::strstr(kernel_prefix, "pingpong") == nullptr)) {
+        const int32_t grid = persistent_grid(device.sm_count, desc.sm_margin, variant.cluster_m);
+        if (!pingpong_pays(variant, desc.m_capacity, desc.num_experts, desc.n, desc.k, grid)) {
+            const double per_cta =
+                grid > 0 ? static_cast<double>(tile_count(variant, desc.m_capacity, desc.n)) / grid : 0;
+            std::snprintf(
+                reason, size,
+                "ping-pong, for m_capacity / L <= %lld, K <= %lld, tiles per CTA >= %lld (here %lld, %lld, %.1f)",
+                static_cast<long long>(kPingPongRegime.max_rows_per_expert),
+                static_cast<long long>(kPingPongRegime.max_k), static_cast<long long>(kPingPongRegime.min_tiles_per_cta),
+                static_cast<long long>(desc.m_capacity / desc.num_experts), static_cast<long long>(desc.k), per_cta);
+            return reason;
+        }
     }
     if (desc.num_experts > variant.max_experts) {
         std::snprintf(reason, size, "holds the offsets of at most %d experts, L = %d", variant.max_experts,

@@ -3,6 +3,7 @@
 #include "tests/gpu/runner.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -186,6 +187,38 @@ std::string planned_kernel(const HostCase& host_case, int32_t weight_mode, int32
     if (at == std::string::npos) return "";
     const std::size_t end = description.find(':', at + 8);
     return description.substr(at + 8, end - at - 8);
+}
+
+const std::vector<BadOffsets>& bad_offset_cases() {
+    static const std::vector<BadOffsets> cases = {
+        {"negative", {256, -256, 512, 768}, 1024, GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE},
+        {"misaligned", {256, 512, 700, 1024, 1280}, 1280, GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED},
+        {"decreasing", {256, 768, 512, 1024, 1280}, 1280, GGEMM_DEVICE_STATUS_OFFSET_DECREASING},
+        {"past M", {256, 512, 1280}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
+        {"past M, last expert", {256, 768, 1024, 2048}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
+        // The last offset falls back to 0: expert 0's rows [0, M) are still computed (rows below
+        // padded_offsets[L-1] are not a bound on what is written; [0, M) is).
+        {"last offset back to 0", {1024, 0}, 1024, GGEMM_DEVICE_STATUS_OFFSET_DECREASING},
+        // Values whose products with K or N overflow 32 bits.
+        {"extreme", {256, 2147483392, INT32_MIN, 512}, 1024,
+         GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE},
+        {"misaligned max", {256, INT32_MAX, INT32_MAX}, 768,
+         GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED},
+    };
+    return cases;
+}
+
+void capture_execute(Graph& graph, const Plan& plan, const ggemm_args& args, const Stream& stream) {
+    graph.begin_capture(stream.get());
+    const ggemm_status_t status = ggemm_execute(plan.get(), &args, stream.get());
+    if (status != GGEMM_SUCCESS) {
+        cudaGraph_t partial = nullptr;
+        (void)cudaStreamEndCapture(stream.get(), &partial);
+        if (partial != nullptr) (void)cudaGraphDestroy(partial);
+        FAIL("ggemm_execute during capture returned " << std::string(ggemm_status_string(status)) << ": "
+                                                       << last_error_message());
+    }
+    graph.end_capture(stream.get());
 }
 
 DeviceOutputs run_once(const HostCase& host_case, CaseBuffers& buffers, int32_t weight_mode, int32_t scheduler,

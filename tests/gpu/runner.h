@@ -98,6 +98,21 @@ public:
 std::string planned_kernel(const HostCase& host_case, int32_t weight_mode,
                            int32_t scheduler = GGEMM_SCHEDULER_STATIC);
 
+// Offsets that break the contract's rules (negative, misaligned, decreasing, past M, values whose
+// products overflow 32 bits), each with the M it is passed with and the status bit it is about;
+// some expert stays computable in each.
+struct BadOffsets {
+    const char* name;
+    std::vector<int32_t> offsets;
+    int64_t m;
+    uint32_t required;
+};
+const std::vector<BadOffsets>& bad_offset_cases();
+
+// Captures one execute of `plan` with `args` into `graph`. Capture is ended even when execute
+// refuses (the test fails, saying why), so the stream is usable for the next test.
+void capture_execute(Graph& graph, const Plan& plan, const ggemm_args& args, const Stream& stream);
+
 // Poisons the outputs, executes once (a plan, or the one-shot call when config.one_shot) on
 // `stream`, checks every return code and the launch, synchronizes and downloads.
 DeviceOutputs run_once(const HostCase& host_case, CaseBuffers& buffers, int32_t weight_mode, int32_t scheduler,

@@ -4,40 +4,12 @@
 // With K-major and N-major weights.
 #include <doctest/doctest.h>
 
-#include <climits>
-
 #include "tests/gpu/runner.h"
 
 using namespace ggemm_test;
 
-namespace {
-
-struct BadOffsets {
-    const char* name;
-    std::vector<int32_t> offsets;
-    int64_t m;
-    uint32_t required;  // the bit this case is about
-};
-
-}  // namespace
-
 TEST_CASE("sanitizer: bad offsets are skipped and reported in the device status word") {
-    const BadOffsets cases[] = {
-        {"negative", {256, -256, 512, 768}, 1024, GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE},
-        {"misaligned", {256, 512, 700, 1024, 1280}, 1280, GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED},
-        {"decreasing", {256, 768, 512, 1024, 1280}, 1280, GGEMM_DEVICE_STATUS_OFFSET_DECREASING},
-        {"past M", {256, 512, 1280}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
-        {"past M, last expert", {256, 768, 1024, 2048}, 1024, GGEMM_DEVICE_STATUS_OFFSET_PAST_M},
-        // The last offset falls back to 0: expert 0's rows [0, M) are still computed (rows below
-        // padded_offsets[L-1] are not a bound on what is written; [0, M) is).
-        {"last offset back to 0", {1024, 0}, 1024, GGEMM_DEVICE_STATUS_OFFSET_DECREASING},
-        // Values whose products with K or N overflow 32 bits.
-        {"extreme", {256, 2147483392, INT32_MIN, 512}, 1024,
-         GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_NEGATIVE},
-        {"misaligned max", {256, INT32_MAX, INT32_MAX}, 768,
-         GGEMM_DEVICE_STATUS_OFFSET_PAST_M | GGEMM_DEVICE_STATUS_OFFSET_MISALIGNED},
-    };
-    for (const BadOffsets& bad : cases) {
+    for (const BadOffsets& bad : bad_offset_cases()) {
         for (int32_t run = 0; run < 4; ++run) {
             const int32_t scheduler = run % 2 == 0 ? GGEMM_SCHEDULER_STATIC : GGEMM_SCHEDULER_DYNAMIC;
             CaseConfig config;

@@ -29,20 +29,6 @@ CaseConfig graph_config(const char* label, int32_t scheduler, uint64_t seed,
     return config;
 }
 
-// Captures one execute of `plan` with `args` into `graph`. Capture is ended even when execute
-// refuses, so the stream is usable for the next test.
-void capture(Graph& graph, const Plan& plan, const ggemm_args& args, const Stream& stream) {
-    graph.begin_capture(stream.get());
-    const ggemm_status_t status = ggemm_execute(plan.get(), &args, stream.get());
-    if (status != GGEMM_SUCCESS) {
-        cudaGraph_t partial = nullptr;
-        (void)cudaStreamEndCapture(stream.get(), &partial);
-        if (partial != nullptr) (void)cudaGraphDestroy(partial);
-        FAIL("ggemm_execute during capture returned " << std::string(ggemm_status_string(status)) << ": " << last_error_message());
-    }
-    graph.end_capture(stream.get());
-}
-
 // Poisons, replays, downloads and judges against a fresh reference.
 void replay_and_verify(const std::string& what, Graph& graph, CaseBuffers& buffers, const HostCase& host_case,
                        const Problem& problem, const Stream& stream) {
@@ -65,7 +51,7 @@ void replay_dense(int32_t weight_layout, int32_t scheduler) {
     Plan plan(make_desc(host_case.config, host_case.m, GGEMM_WEIGHTS_DENSE, scheduler));
     buffers.ensure_workspace(plan.workspace_size());
     Graph graph;
-    capture(graph, plan, buffers.args(GGEMM_WEIGHTS_DENSE), stream);
+    capture_execute(graph, plan, buffers.args(GGEMM_WEIGHTS_DENSE), stream);
 
     std::vector<int32_t> previous_offsets;
     for (int replay = 1; replay <= 3; ++replay) {
@@ -91,7 +77,7 @@ void replay_discrete(int32_t weight_layout) {
     Plan plan(make_desc(host_case.config, host_case.m, GGEMM_WEIGHTS_DISCRETE, scheduler));
     buffers.ensure_workspace(plan.workspace_size());
     Graph graph;
-    capture(graph, plan, buffers.args(GGEMM_WEIGHTS_DISCRETE), stream);
+    capture_execute(graph, plan, buffers.args(GGEMM_WEIGHTS_DISCRETE), stream);
     const std::string what = describe(host_case.config);
 
     // Replay 1: weight set 1.

@@ -173,11 +173,7 @@ TEST_CASE("split-K: graph replays with new offsets and data stay right (counters
         Plan plan(make_desc(config, host_case.m, GGEMM_WEIGHTS_DENSE, scheduler));
         buffers.ensure_workspace(plan.workspace_size());
         Graph graph;
-        const ggemm_args args = buffers.args(GGEMM_WEIGHTS_DENSE);
-        graph.begin_capture(stream.get());
-        const ggemm_status_t status = ggemm_execute(plan.get(), &args, stream.get());
-        graph.end_capture(stream.get());
-        REQUIRE(status == GGEMM_SUCCESS);
+        capture_execute(graph, plan, buffers.args(GGEMM_WEIGHTS_DENSE), stream);
         DeviceOutputs first_outputs;
         for (int replay = 1; replay <= 3; ++replay) {
             if (replay > 1) {

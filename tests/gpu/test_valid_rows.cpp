@@ -240,12 +240,8 @@ TEST_CASE("valid rows: one graph capture replayed with counts changed on the dev
             CaseBuffers buffers(host_case, true, false);
             Plan plan(make_desc(host_case.config, host_case.m, GGEMM_WEIGHTS_DENSE, scheduler));
             buffers.ensure_workspace(plan.workspace_size());
-            const ggemm_args args = buffers.args(GGEMM_WEIGHTS_DENSE);
             Graph graph;
-            graph.begin_capture(stream.get());
-            const ggemm_status_t captured = ggemm_execute(plan.get(), &args, stream.get());
-            graph.end_capture(stream.get());
-            REQUIRE_MESSAGE(captured == GGEMM_SUCCESS, last_error_message());
+            capture_execute(graph, plan, buffers.args(GGEMM_WEIGHTS_DENSE), stream);
 
             Rng rng(mix_seed(22600, static_cast<uint64_t>(scheduler)));
             for (int replay = 0; replay < 4; ++replay) {
